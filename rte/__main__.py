@@ -1,0 +1,3 @@
+from rte.cli import main
+
+main()

@@ -1,0 +1,38 @@
+"""The one exception hierarchy of rte.
+
+Edges (file readers, the gRPC client, the publisher) catch library exceptions and raise one of
+these ``from`` the original, so callers handle a handful of types and tracebacks keep the cause.
+The CLI turns :class:`InputError` into a one-line message and exit status 2, and any other
+:class:`RteError` into a one-line message and exit status 1.
+"""
+
+from __future__ import annotations
+
+
+class RteError(Exception):
+    """Base class of every error rte raises on purpose."""
+
+
+class InputError(RteError):
+    """Bad data from outside: a malformed file, field or value.
+
+    ``source`` names where it came from (a path, a field, a flag) so the message alone is enough
+    to find and fix it.
+    """
+
+    def __init__(self, source: str, detail: str) -> None:
+        super().__init__(f"{source}: {detail}")
+        self.source = source
+        self.detail = detail
+
+
+class ConfigError(InputError):
+    """An invalid setting (config file, environment variable or flag)."""
+
+
+class UnavailableError(RteError):
+    """A peer (kubelet, apiserver) cannot be reached right now; retrying may help."""
+
+
+class PublishError(RteError):
+    """Writing the NodeResourceTopology object failed."""
