@@ -1,0 +1,228 @@
+"""Pods as the NUMA decisions see them: container requests, QoS class, effective request.
+
+Built from a Pod manifest or API object (a decoded JSON/YAML mapping). Only what the filter,
+the scores, the reserve cache and the exclusivity rule read is kept. Requests are defaulted from
+limits the way the apiserver does on admission, so a manifest read from a file behaves like the
+object the scheduler would see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rte.errors import InputError
+from rte.model.quantity import Amount, parse_quantity
+
+QOS_GUARANTEED = "Guaranteed"
+QOS_BURSTABLE = "Burstable"
+QOS_BEST_EFFORT = "BestEffort"
+_QOS_CLASSES = (QOS_GUARANTEED, QOS_BURSTABLE, QOS_BEST_EFFORT)
+_QOS_RESOURCES = ("cpu", "memory")  # the only resources that decide the QoS class
+
+PHASE_PENDING = "Pending"
+PHASE_RUNNING = "Running"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One container's name, requests and limits (requests already defaulted from limits)."""
+
+    name: str
+    requests: Mapping[str, Amount] = field(default_factory=dict)
+    limits: Mapping[str, Amount] = field(default_factory=dict)
+    restart_policy: str | None = None
+
+    @property
+    def is_sidecar(self) -> bool:
+        """A restartable init container: it keeps running beside the app containers."""
+        return self.restart_policy == "Always"
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """The parts of a pod that NUMA-aware placement and accounting need."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    node_name: str = ""
+    phase: str = ""
+    scheduler_name: str = "default-scheduler"
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Mapping[str, Amount] = field(default_factory=dict)
+    status_qos_class: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def sidecars(self) -> tuple[Container, ...]:
+        return tuple(c for c in self.init_containers if c.is_sidecar)
+
+    @property
+    def qos_class(self) -> str:
+        """The QoS class: ``status.qosClass`` when the apiserver set it, else computed."""
+        if self.status_qos_class in _QOS_CLASSES:
+            return self.status_qos_class
+        return compute_qos_class(self.containers + self.init_containers)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+
+def compute_qos_class(containers: Iterable[Container]) -> str:
+    """Kubernetes' QoS rule over all (init and app) containers.
+
+    BestEffort: no cpu/memory request or limit anywhere. Guaranteed: every container limits both
+    cpu and memory, and the summed requests equal the summed limits. Burstable otherwise.
+    """
+    requests: dict[str, Amount] = {}
+    limits: dict[str, Amount] = {}
+    guaranteed = True
+    for c in containers:
+        for res in _QOS_RESOURCES:
+            req = c.requests.get(res, 0)
+            if req > 0:
+                requests[res] = requests.get(res, 0) + req
+            lim = c.limits.get(res, 0)
+            if lim > 0:
+                limits[res] = limits.get(res, 0) + lim
+        if not all(c.limits.get(res, 0) > 0 for res in _QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return QOS_BEST_EFFORT
+    if guaranteed and requests == limits:
+        return QOS_GUARANTEED
+    return QOS_BURSTABLE
+
+
+def add_requests(total: dict[str, Amount], requests: Mapping[str, Amount]) -> None:
+    for res, qty in requests.items():
+        total[res] = total.get(res, 0) + qty
+
+
+def effective_request(pod: Pod) -> dict[str, Amount]:
+    """The pod's request as the reference scheduler plugin computes it.
+
+    Per resource: the larger of (the sum over app containers) and (the largest init container),
+    plus ``spec.overhead``. Sidecars count as plain init containers here, exactly like the
+    reference (the kubelet accumulates them; see :func:`kubelet_pod_request`).
+    """
+    total: dict[str, Amount] = {}
+    for c in pod.containers:
+        add_requests(total, c.requests)
+    for c in pod.init_containers:
+        for res, qty in c.requests.items():
+            if qty > total.get(res, 0):
+                total[res] = qty
+    add_requests(total, pod.overhead)
+    return total
+
+
+def kubelet_pod_request(pod: Pod) -> dict[str, Amount]:
+    """The pod request the kubelet's pod-scope Topology Manager aligns, sidecars included.
+
+    Sidecars run for the pod's whole life, so they add to the app containers; each regular init
+    container runs alone, on top of the sidecars started before it.
+    """
+    total: dict[str, Amount] = {}
+    running_sidecars: dict[str, Amount] = {}
+    init_peak: dict[str, Amount] = {}
+    for c in pod.init_containers:
+        if c.is_sidecar:
+            add_requests(running_sidecars, c.requests)
+            candidate = dict(running_sidecars)
+        else:
+            candidate = dict(running_sidecars)
+            add_requests(candidate, c.requests)
+        for res, qty in candidate.items():
+            if qty > init_peak.get(res, 0):
+                init_peak[res] = qty
+    add_requests(total, running_sidecars)
+    for c in pod.containers:
+        add_requests(total, c.requests)
+    for res, qty in init_peak.items():
+        if qty > total.get(res, 0):
+            total[res] = qty
+    add_requests(total, pod.overhead)
+    return total
+
+
+# --- reading manifests -------------------------------------------------------------------------
+
+
+def _quantities(value: Any, where: str) -> dict[str, Amount]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(where, f"expected a map of resource quantities, got {value!r}")
+    out: dict[str, Amount] = {}
+    for res, raw in value.items():
+        try:
+            out[str(res)] = parse_quantity(raw)
+        except ValueError as e:
+            raise InputError(f"{where}.{res}", str(e)) from e
+    return out
+
+
+def _container(value: Any, where: str) -> Container:
+    if not isinstance(value, Mapping):
+        raise InputError(where, f"expected a container object, got {value!r}")
+    resources = value.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise InputError(f"{where}.resources", f"expected an object, got {resources!r}")
+    limits = _quantities(resources.get("limits"), f"{where}.resources.limits")
+    requests = _quantities(resources.get("requests"), f"{where}.resources.requests")
+    # API defaulting: a resource with a limit and no request requests its limit.
+    for res, qty in limits.items():
+        requests.setdefault(res, qty)
+    policy = value.get("restartPolicy")
+    return Container(
+        name=str(value.get("name", "")),
+        requests=requests,
+        limits=limits,
+        restart_policy=str(policy) if policy else None,
+    )
+
+
+def _containers(value: Any, where: str) -> tuple[Container, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError(where, f"expected a list, got {type(value).__name__}")
+    return tuple(_container(c, f"{where}[{i}]") for i, c in enumerate(value))
+
+
+def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
+    """Build a :class:`Pod` from a Pod object; errors name ``source`` and the field."""
+    if not isinstance(obj, Mapping):
+        raise InputError(source, f"expected a Pod object, got {type(obj).__name__}")
+    kind = obj.get("kind", "Pod")
+    if kind != "Pod":
+        raise InputError(f"{source}: kind", f"expected Pod, got {kind!r}")
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if not isinstance(metadata, Mapping) or not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+        raise InputError(source, "metadata, spec and status must be objects")
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    if not name:
+        raise InputError(f"{source}: metadata.name", "a pod needs a name")
+    return Pod(
+        namespace=str(metadata.get("namespace") or "default"),
+        name=str(name),
+        uid=str(metadata.get("uid") or ""),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        containers=_containers(spec.get("containers"), f"{source}: spec.containers"),
+        init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
+        overhead=_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
+        status_qos_class=str(status.get("qosClass") or ""),
+    )
