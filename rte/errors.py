@@ -36,3 +36,12 @@ class UnavailableError(RteError):
 
 class PublishError(RteError):
     """Writing the NodeResourceTopology object failed."""
+
+
+class NotSupportedError(UnavailableError):
+    """The peer is up but does not offer this call (an older kubelet, or a feature gate is off).
+
+    A subclass of :class:`UnavailableError` so generic handlers still treat it as "cannot get
+    this now", while callers that can degrade (skip ``GetAllocatableResources``, avoid ``Get``)
+    catch it specifically instead of retrying forever.
+    """

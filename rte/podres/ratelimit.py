@@ -1,0 +1,46 @@
+"""A blocking token bucket, so rte stays well below the kubelet's podresources rate limit.
+
+The kubelet allows 100 QPS with a burst of 10, shared by every client of the socket; going over
+makes calls fail with RESOURCE_EXHAUSTED. Waiting a little on our side is cheaper than failing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+
+class TokenBucket:
+    """``rate`` tokens per second, at most ``burst`` banked; :meth:`acquire` waits for one."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"token bucket needs rate > 0 and burst >= 1, got {rate}, {burst}")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = float(burst)
+        self._stamp = clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take one token, sleeping until one is available; return the seconds waited."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+            self._stamp = now
+            # Going negative reserves a future token, so concurrent callers queue up in order.
+            self._tokens -= 1
+            wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+        return wait
