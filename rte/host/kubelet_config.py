@@ -171,6 +171,12 @@ def _go_bool(value: str) -> bool | None:
 # --- parsing decoded data -------------------------------------------------------------------
 
 
+def _brief(value: object) -> str:
+    """A value for a one-line message, shortened: a wrong sub-tree can be long."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 @dataclass(frozen=True)
 class _Percent:
     fraction: Fraction
@@ -221,7 +227,7 @@ class _Fields:
         if value is None or value == "":
             return default
         if isinstance(value, bool) or not isinstance(value, str | int):
-            raise InputError(self.where(name), f"expected a string, got {value!r}")
+            raise InputError(self.where(name), f"expected a string, got {_brief(value)}")
         return str(value)
 
     def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -237,7 +243,7 @@ class _Fields:
         if value is None:
             return None
         if not isinstance(value, Mapping):
-            raise InputError(self.where(name), f"expected a mapping, got {value!r}")
+            raise InputError(self.where(name), f"expected a mapping, got {_brief(value)}")
         return value
 
     def string_map(self, name: str) -> dict[str, str]:
@@ -251,7 +257,7 @@ class _Fields:
             elif isinstance(value, str | int | float):
                 result[str(key)] = str(value)
             else:
-                raise InputError(self.where(f"{name}.{key}"), f"expected a string, got {value!r}")
+                raise InputError(self.where(f"{name}.{key}"), f"expected a string, got {_brief(value)}")
         return result
 
 
@@ -268,18 +274,18 @@ def _reserved_memory(fields: _Fields) -> dict[int, dict[str, int]]:
     if raw is None:
         return {}
     if not isinstance(raw, list):
-        raise InputError(fields.where("reservedMemory"), f"expected a list, got {raw!r}")
+        raise InputError(fields.where("reservedMemory"), f"expected a list, got {_brief(raw)}")
     result: dict[int, dict[str, int]] = {}
     for index, entry in enumerate(raw):
         item = f"reservedMemory[{index}]"
         if not isinstance(entry, Mapping):
-            raise InputError(fields.where(item), f"expected a mapping, got {entry!r}")
+            raise InputError(fields.where(item), f"expected a mapping, got {_brief(entry)}")
         node = entry.get("numaNode", 0)  # Go's zero value when absent
         if isinstance(node, bool) or not isinstance(node, int) or node < 0:
             raise InputError(fields.where(f"{item}.numaNode"), f"not a NUMA node id: {node!r}")
         limits = entry.get("limits") or {}
         if not isinstance(limits, Mapping):
-            raise InputError(fields.where(f"{item}.limits"), f"expected a mapping, got {limits!r}")
+            raise InputError(fields.where(f"{item}.limits"), f"expected a mapping, got {_brief(limits)}")
         per_node = result.setdefault(node, {})
         for resource, value in limits.items():
             where = fields.where(f"{item}.limits.{resource}")
