@@ -35,14 +35,18 @@ from typing import Any
 import yaml
 
 from rte.errors import InputError
+from rte.model import attributes
 from rte.model.cpuset import format_cpuset, parse_cpuset
 from rte.model.quantity import ceil_value, milli_value, parse_quantity
 
-TOPOLOGY_MANAGER_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
-TOPOLOGY_MANAGER_SCOPES = ("container", "pod")
+TOPOLOGY_MANAGER_POLICIES = attributes.TOPOLOGY_POLICIES
+TOPOLOGY_MANAGER_SCOPES = attributes.TOPOLOGY_SCOPES
 CPU_MANAGER_POLICIES = ("none", "static")
 # The memory manager's policy names are capitalised, unlike every other policy field.
 MEMORY_MANAGER_POLICIES = ("None", "Static")
+
+# Informational, same naming convention as the Topology Manager attributes.
+RESERVED_SYSTEM_CPUS_ATTRIBUTE = "reservedSystemCPUs"
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
@@ -136,11 +140,11 @@ class KubeletConfig:
         ``memoryManagerPolicy`` and ``reservedSystemCPUs`` are informational.
         """
         attrs: dict[str, str] = {
-            "topologyManagerPolicy": self.topology_manager_policy,
-            "topologyManagerScope": self.topology_manager_scope,
-            "topologyManagerMaxNUMANodes": str(self.max_numa_nodes),
-            "cpuManagerPolicy": self.cpu_manager_policy,
-            "memoryManagerPolicy": self.memory_manager_policy,
+            attributes.TOPOLOGY_MANAGER_POLICY: self.topology_manager_policy,
+            attributes.TOPOLOGY_MANAGER_SCOPE: self.topology_manager_scope,
+            attributes.TOPOLOGY_MANAGER_MAX_NUMA_NODES: str(self.max_numa_nodes),
+            attributes.CPU_MANAGER_POLICY: self.cpu_manager_policy,
+            attributes.MEMORY_MANAGER_POLICY: self.memory_manager_policy,
         }
         for name, value in self.topology_manager_policy_options.items():
             if name == MAX_ALLOWABLE_NUMA_NODES:
@@ -149,9 +153,11 @@ class KubeletConfig:
             # The convention only defines true/false values; an option the kubelet might add
             # later with another kind of value has no attribute form, so it is left out.
             if flag is not None:
-                attrs["topologyManagerOption" + _camel_case(name)] = "true" if flag else "false"
+                attrs[attributes.TOPOLOGY_MANAGER_OPTION_PREFIX + _camel_case(name)] = (
+                    "true" if flag else "false"
+                )
         if self.reserved_system_cpus:
-            attrs["reservedSystemCPUs"] = format_cpuset(self.reserved_system_cpus)
+            attrs[RESERVED_SYSTEM_CPUS_ATTRIBUTE] = format_cpuset(self.reserved_system_cpus)
         return sorted(attrs.items())
 
 
