@@ -32,15 +32,27 @@ class TokenBucket:
         self._stamp = clock()
         self._lock = threading.Lock()
 
+    def try_acquire(self) -> bool:
+        """Take one token if one is available now, without waiting (the kubelet's behaviour)."""
+        with self._lock:
+            self._refill()
+            if self._tokens < 1:
+                return False
+            self._tokens -= 1
+            return True
+
     def acquire(self) -> float:
         """Take one token, sleeping until one is available; return the seconds waited."""
         with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
-            self._stamp = now
+            self._refill()
             # Going negative reserves a future token, so concurrent callers queue up in order.
             self._tokens -= 1
             wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
         if wait > 0:
             self._sleep(wait)
         return wait
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
