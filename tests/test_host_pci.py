@@ -239,3 +239,9 @@ def test_udev_and_plain_sysfs_agree_on_this_machines_real_sys() -> None:
     assert via_udev == via_sysfs
     assert read_pci_devices("/sys") == via_udev  # auto picks udev here, with the same answer
     assert len(via_udev) == len(os.listdir("/sys/bus/pci/devices"))
+
+
+def test_a_device_that_vanished_after_the_bus_was_listed_is_skipped(tmp_path: Path) -> None:
+    root = pci_tree(tmp_path, {"0000:3b:00.0": NIC})
+    (root / "bus/pci/devices/0000:3b:02.0").symlink_to("../../../devices/pci0000:00/0000:3b:02.0")
+    assert [d.address for d in read_pci_devices(root, use_udev=False)] == ["0000:3b:00.0"]

@@ -57,14 +57,16 @@ def parse_hex_id(text: str) -> str:
 # ---- readers ---------------------------------------------------------------------------------
 
 
-def read_pci_devices(sysfs_root: str, *, use_udev: bool | None = None) -> tuple[PciDevice, ...]:
+def read_pci_devices(
+    sysfs_root: str | os.PathLike[str], *, use_udev: bool | None = None
+) -> tuple[PciDevice, ...]:
     """Every PCI function under ``sysfs_root``, sorted by address.
 
     ``use_udev=None`` uses udev when the root resolves to ``/sys`` and libudev loads, sysfs
     otherwise; ``True`` insists on udev (ConfigError for another root, UnavailableError without
     libudev); ``False`` never uses it. A tree without ``bus/pci/devices`` has no devices.
     """
-    root = os.path.abspath(sysfs_root)
+    root = os.path.abspath(os.fspath(sysfs_root))
     if use_udev is False:
         return read_pci_sysfs(root)
     on_real_sys = os.path.realpath(root) == "/sys"
@@ -88,15 +90,19 @@ def read_pci_sysfs(root: str) -> tuple[PciDevice, ...]:
         target = link_target(entry)
         # No target: a copy with links dereferenced, where the entry is the device directory.
         device_dir = entry if target is None else resolve_under(root, bus_dir, target, entry)
-        devices.append((key, _device_from_dir(address, device_dir)))
+        device = _device_from_dir(address, device_dir)
+        if device is not None:
+            devices.append((key, device))
     devices.sort(key=lambda pair: pair[0])
     return tuple(device for _, device in devices)
 
 
-def _device_from_dir(address: str, device_dir: str) -> PciDevice:
+def _device_from_dir(address: str, device_dir: str) -> PciDevice | None:
     entries = list_dir(device_dir)
     if entries is None:
-        raise InputError(device_dir, f"PCI device {address} has no directory (dangling link)")
+        # Gone since the bus was listed (VFs come and go when sriov_numvfs changes): one device
+        # fewer, not a failed scan.
+        return None
     present = set(entries)
 
     def attribute(name: str) -> str | None:
