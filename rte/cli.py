@@ -1,8 +1,118 @@
-"""Command line entry point (placeholder until the commands land)."""
+"""The ``rte`` command line. Commands parse options and call into the library; nothing else.
+
+Heavy imports (gRPC, the Kubernetes client, YAML) happen inside the commands that need them, so
+``rte dump`` and ``rte fingerprint`` start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
+from rte import __version__
+from rte.errors import InputError, RteError
 
-@click.group()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"rte: error: {message}", err=True)
+    sys.exit(code)
+
+
+def reports_errors(func: F) -> F:
+    """Turn our errors into one line on stderr: exit 2 for bad input, 1 for anything else."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except InputError as e:
+            _fail(str(e), 2)
+        except RteError as e:
+            _fail(str(e), 1)
+        except OSError as e:  # e.g. stdout closed by `| head`; never a traceback
+            _fail(f"{e.filename or 'I/O'}: {e.strerror or e}", 1)
+        return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rte")
 def main() -> None:
-    """rte: NUMA resource topology exporter and consumer."""
+    """rte: per-NUMA-zone resource topology for Kubernetes nodes.
+
+    The agent (`rte run`, `rte dump`) publishes NodeResourceTopology objects; the consumer
+    (`rte fit`) decides where pods fit NUMA-aligned.
+    """
+
+
+@main.command("fingerprint")
+@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@click.option("--trace", is_flag=True, help="Write the computation trace (Status JSON) to stderr.")
+@click.option("--node-name", default="", help="Node name recorded in the trace.")
+@click.option(
+    "--check", "expected", default=None, help="Compare with this fingerprint; exit 1 if it differs."
+)
+@reports_errors
+def fingerprint_cmd(file: Any, trace: bool, node_name: str, expected: str | None) -> None:
+    """Print the pod-set fingerprint of `NAMESPACE NAME` lines read from FILE (default stdin).
+
+    Lines starting with `#` and lines with fewer than two fields are ignored.
+    """
+    from rte.commands.fingerprint import fingerprint_lines
+
+    fingerprint_lines(file, trace=trace, node_name=node_name, expected=expected)
+
+
+@main.command("dump")
+@click.option(
+    "--sysfs", "sysfs_root", default=None, help="sysfs root (holds devices/system/node) [default: /sys]."
+)
+@click.option("--node-name", default=None, help="Object name [default: this host's name].")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True
+)
+@click.option(
+    "--podresources",
+    default=None,
+    help="Kubelet podresources endpoint (unix socket) or a scenario directory"
+    " [default: unix:///var/lib/kubelet/pod-resources/kubelet.sock].",
+)
+@click.option("--kubelet-config", default=None, help="Kubelet config file (YAML or /configz JSON).")
+@click.option(
+    "--method",
+    type=click.Choice(["all", "with-exclusive-resources"]),
+    default="with-exclusive-resources",
+    show_default=True,
+    help="Which pods the fingerprint covers.",
+)
+@reports_errors
+def dump_cmd(
+    sysfs_root: str | None,
+    node_name: str | None,
+    output: str,
+    podresources: str | None,
+    kubelet_config: str | None,
+    method: str,
+) -> None:
+    """Print the NodeResourceTopology this node would publish (nothing is written)."""
+    from rte.commands.dump import dump
+
+    dump(
+        sysfs_root=sysfs_root,
+        node_name=node_name,
+        output=output,
+        podresources=podresources,
+        kubelet_config=kubelet_config,
+        method=method,
+    )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

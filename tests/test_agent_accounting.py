@@ -252,3 +252,30 @@ def test_hugepage_resource_names_match_the_kubelet() -> None:
     assert hugepages_resource(GiB) == "hugepages-1Gi"
     assert hugepages_resource(64 * 1024) == "hugepages-64Ki"
     assert hugepages_resource(32 * MiB) == "hugepages-32Mi"
+
+
+def test_memory_semantics_match_the_kubelets_node_status_on_the_r740xd() -> None:
+    """Capacity includes the hugepage pool and allocatable excludes it, exactly like the kubelet.
+
+    The R740xd's Node object (captured by its cluster's must-gather) reports capacity
+    196633676Ki and allocatable 195245132Ki with 256Mi of 2Mi hugepages, 1000Mi system reserved
+    and the default 100Mi eviction threshold. Our zones, summed, must differ from both figures by
+    the same amount: the 12Ki by which the per-node meminfo and /proc/meminfo totals differ.
+    """
+    import json
+    from pathlib import Path
+
+    from rte.host.sysfs import read_machine
+    from rte.model.quantity import parse_quantity
+
+    base = Path(__file__).parent / "fixtures" / "sysfs" / "dell-r740xd-2s-xeon6230-2numa-nics-hugepages"
+    status = json.loads((base / "node_status.json").read_text())["status"]
+    machine = read_machine(base / "sys", pci=False)
+    config = KubeletConfig(system_reserved={"memory": 1000 * MiB})
+    zones = account(machine, config, AllocatableResources()).zones
+    # memory manager None: every zone advertises the node-wide figures
+    memory = _res(zones[0], "memory")
+    capacity_gap = memory.capacity - parse_quantity(status["capacity"]["memory"])
+    allocatable_gap = memory.allocatable - parse_quantity(status["allocatable"]["memory"])
+    assert capacity_gap == allocatable_gap == 12 * 1024
+    assert _res(zones[0], "hugepages-2Mi").capacity == parse_quantity(status["capacity"]["hugepages-2Mi"])

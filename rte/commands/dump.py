@@ -1,0 +1,139 @@
+"""``rte dump``: the NodeResourceTopology this node would publish, computed locally.
+
+Reads sysfs, and the kubelet when it is reachable (podresources socket or a scenario directory
+in the fixture layout, plus an optional kubelet config file). Without kubelet data it shows
+hardware capacity and says so on stderr. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from rte.agent.accounting import Accounting, account
+from rte.agent.builder import build_topology
+from rte.agent.podset import fingerprint_pods
+from rte.commands.render import render_table
+from rte.errors import NotSupportedError, UnavailableError
+from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.machine import Machine
+from rte.host.sysfs import read_machine
+from rte.model import fingerprint as fp
+from rte.model.nrt import to_nrt
+from rte.model.topology import NodeTopology
+from rte.podres.source import DEFAULT_ENDPOINT
+from rte.podres.types import AllocatableResources, PodResources
+
+DEFAULT_SYSFS = "/sys"
+
+
+@dataclass(frozen=True)
+class KubeletData:
+    """What the kubelet told us; ``allocatable`` None means "not known"."""
+
+    allocatable: AllocatableResources | None
+    pods: tuple[PodResources, ...]
+    source: str
+
+
+def _socket_path(endpoint: str) -> str | None:
+    if endpoint.startswith("unix://"):
+        return endpoint[len("unix://") :]
+    if endpoint.startswith("/") or endpoint.startswith("."):
+        return endpoint
+    return None
+
+
+def read_kubelet(endpoint: str, *, timeout: float, err: TextIO) -> KubeletData | None:
+    """Ask the kubelet (a socket) or read a scenario directory; None when nothing answers."""
+    directory = endpoint[len("file://") :] if endpoint.startswith("file://") else endpoint
+    if Path(directory).is_dir():
+        from rte.podres.files import PodResourcesFiles
+
+        files = PodResourcesFiles(directory)
+        return KubeletData(files.get_allocatable(), files.list(), directory)
+    path = _socket_path(endpoint)
+    if path is not None and not os.path.exists(path):
+        return None  # no socket: skip importing grpc altogether
+    from rte.podres.client import PodResourcesClient
+
+    with PodResourcesClient(endpoint, timeout=timeout) as client:
+        try:
+            client.wait_ready(timeout=timeout)
+            pods = client.list()
+        except UnavailableError as e:
+            print(f"rte: warning: {e}", file=err)
+            return None
+        try:
+            allocatable: AllocatableResources | None = client.get_allocatable()
+        except NotSupportedError as e:
+            print(f"rte: warning: {e}; allocatable comes from sysfs and the kubelet config", file=err)
+            allocatable = None
+        return KubeletData(allocatable, pods, endpoint)
+
+
+def compute(
+    machine: Machine,
+    node_name: str,
+    config: KubeletConfig | None,
+    kubelet: KubeletData | None,
+    method: str,
+) -> tuple[NodeTopology, Accounting]:
+    allocatable = kubelet.allocatable if kubelet else None
+    pods = kubelet.pods if kubelet else ()
+    if kubelet is not None and allocatable is None:
+        allocatable = AllocatableResources()  # reachable but old: still not "hardware only"
+    accounting = account(machine, config, allocatable, pods)
+    counted = fingerprint_pods(pods, method) if kubelet is not None else []
+    topology = build_topology(
+        node_name,
+        accounting,
+        config=config,
+        fingerprint_pods=counted,
+        fingerprint_method=method,
+    )
+    return topology, accounting
+
+
+def dump(
+    *,
+    sysfs_root: str | None,
+    node_name: str | None,
+    output: str,
+    podresources: str | None = None,
+    kubelet_config: str | None = None,
+    method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
+    timeout: float = 2.0,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> NodeTopology:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    machine = read_machine(Path(sysfs_root or DEFAULT_SYSFS))
+    config = load_kubelet_config(Path(kubelet_config)) if kubelet_config else None
+    endpoint = podresources or DEFAULT_ENDPOINT
+    kubelet = read_kubelet(endpoint, timeout=timeout, err=err)
+    if kubelet is None:
+        print(
+            f"rte: no kubelet podresources at {endpoint}: showing hardware capacity"
+            " (allocatable = available = capacity)",
+            file=err,
+        )
+    topology, accounting = compute(machine, node_name or socket.gethostname(), config, kubelet, method)
+    for finding in accounting.findings:
+        print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
+    if output == "json":
+        json.dump(to_nrt(topology), out, indent=2)
+        out.write("\n")
+    elif output == "yaml":
+        import yaml
+
+        yaml.safe_dump(to_nrt(topology), out, sort_keys=False, default_flow_style=False)
+    else:
+        out.write(render_table(topology, machine))
+    return topology

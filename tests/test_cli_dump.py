@@ -1,0 +1,175 @@
+"""`rte dump` end to end through the CLI, on all six fixture machines."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from nrt_schema import schema_errors
+
+from rte.agent.accounting import hugepages_resource
+from rte.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MACHINES = sorted(p.name for p in (FIXTURES / "sysfs").iterdir() if (p / "FIXTURE.json").exists())
+R640 = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
+R640_STATIC = FIXTURES / "podres" / "dell-r640-sriov-static"
+R640_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+NO_KUBELET = "unix:///nonexistent/kubelet.sock"
+
+
+def _dump(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["dump", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _resources(zone: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {r["name"]: (r["capacity"], r["allocatable"], r["available"]) for r in zone.get("resources", [])}
+
+
+def test_six_machines_are_known() -> None:
+    assert len(MACHINES) == 6
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_dump_json_matches_the_fixture_facts_and_the_crd(machine: str) -> None:
+    facts = json.loads((FIXTURES / "sysfs" / machine / "FIXTURE.json").read_text())
+    nodes = facts["expected_facts_parsed_from_tree"]["numa_nodes"]
+    code, out, err = _dump(
+        "--sysfs",
+        str(FIXTURES / "sysfs" / machine / "sys"),
+        "--node-name",
+        "n1",
+        "--podresources",
+        NO_KUBELET,
+        "-o",
+        "json",
+    )
+    assert code == 0, err
+    assert "hardware capacity" in err
+    obj = json.loads(out)
+    assert schema_errors(obj) == []
+    assert obj["metadata"]["name"] == "n1"
+    assert [z["name"] for z in obj["zones"]] == [f"node-{i}" for i in sorted(map(int, nodes))]
+    ids = sorted(map(int, nodes))
+    for zone in obj["zones"]:
+        node = nodes[zone["name"].removeprefix("node-")]
+        res = _resources(zone)
+        ncpus = str(node["ncpus"])
+        assert res["cpu"] == (ncpus, ncpus, ncpus)
+        if node["memtotal_kb"] is not None:
+            mem = str(node["memtotal_kb"] * 1024)
+            assert res["memory"] == (mem, mem, mem)
+        else:
+            assert res["memory"] == ("0", "0", "0")
+        for dirname, pages in node["hugepages"].items():
+            size = int(dirname.removeprefix("hugepages-").removesuffix("kB")) * 1024
+            amount = str(size * pages["nr"])
+            assert res[hugepages_resource(size)] == (amount, amount, amount)
+        assert [(c["name"], c["value"]) for c in zone["costs"]] == [
+            (f"node-{j}", d) for j, d in zip(ids, node["distance"], strict=True)
+        ]
+
+
+def test_dump_yaml_is_the_same_object() -> None:
+    _, out_json, _ = _dump(
+        "--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", "x", "-o", "json"
+    )
+    _, out_yaml, _ = _dump(
+        "--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", "x", "-o", "yaml"
+    )
+    assert yaml.safe_load(out_yaml) == json.loads(out_json)
+
+
+def test_dump_table_shows_cpusets_memory_devices_and_distances() -> None:
+    code, out, _ = _dump(
+        "--sysfs",
+        str(R640),
+        "--node-name",
+        "r640",
+        "--podresources",
+        str(R640_STATIC),
+        "--kubelet-config",
+        str(R640_CONFIG),
+    )
+    assert code == 0
+    assert "node-0  cpus 0,2,4," in out
+    assert "distances node-0=10 node-1=21" in out
+    assert "intel.com/intel_sriov_netdevice  32        32           30" in out
+    assert "topologyManagerPolicy: single-numa-node" in out
+
+
+def test_dump_with_a_kubelet_scenario_computes_available_per_zone() -> None:
+    code, out, err = _dump(
+        "--sysfs",
+        str(R640),
+        "--node-name",
+        "r640",
+        "--podresources",
+        str(R640_STATIC),
+        "--kubelet-config",
+        str(R640_CONFIG),
+        "-o",
+        "json",
+    )
+    assert code == 0, err
+    obj = json.loads(out)
+    assert schema_errors(obj) == []
+    z0, z1 = (_resources(z) for z in obj["zones"])
+    # reserved CPUs 0,52 (node 0) and 1,53 (node 1); pods pin 4 CPUs on node 0 and 8 on node 1
+    assert z0["cpu"] == ("52", "50", "46")
+    assert z1["cpu"] == ("52", "50", "42")
+    assert z0["memory"] == ("47784828928", "47784828928", str(47784828928 - 2 * 2**30))
+    assert z1["memory"] == ("50693324800", "50693324800", str(50693324800 - 4 * 2**30))
+    assert z0["intel.com/intel_sriov_netdevice"] == ("32", "32", "30")
+    assert z1["intel.com/intel_sriov_netdevice"] == ("32", "32", "31")
+    attrs = {a["name"]: a["value"] for a in obj["attributes"]}
+    assert attrs["topologyManagerPolicy"] == "single-numa-node"
+    assert attrs["topologyManagerScope"] == "container"
+    assert attrs["nodeTopologyPodsFingerprintMethod"] == "with-exclusive-resources"
+    assert (
+        obj["metadata"]["annotations"]["topology.node.k8s.io/fingerprint"]
+        == attrs["nodeTopologyPodsFingerprint"]
+    )
+    assert obj["topologyPolicies"] == ["SingleNUMANodeContainerLevel"]
+
+
+def test_the_fingerprint_of_exclusive_pods_leaves_out_the_shared_pool_pod() -> None:
+    from rte.model.fingerprint import compute
+
+    _, out, _ = _dump("--sysfs", str(R640), "--podresources", str(R640_STATIC), "-o", "json")
+    exclusive = json.loads(out)["attributes"]
+    _, out_all, _ = _dump(
+        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--method", "all", "-o", "json"
+    )
+    everything = json.loads(out_all)["attributes"]
+    fp_of = lambda attrs: next(a["value"] for a in attrs if a["name"] == "nodeTopologyPodsFingerprint")  # noqa: E731
+    assert fp_of(exclusive) == compute([("cnf", "dpdk-app-0"), ("cnf", "numa1-worker-7f9c")])
+    assert fp_of(everything) == compute(
+        [("kube-system", "coredns-6d4b75cb6d-x2x8k"), ("cnf", "dpdk-app-0"), ("cnf", "numa1-worker-7f9c")]
+    )
+
+
+def test_malformed_sysfs_content_is_one_line_naming_the_path_with_status_2(tmp_path: Path) -> None:
+    node = tmp_path / "devices" / "system" / "node"
+    (node / "node0").mkdir(parents=True)
+    (node / "online").write_text("0\n")
+    (node / "node0" / "cpulist").write_text("0-abc\n")
+    code, out, err = _dump("--sysfs", str(tmp_path), "--podresources", NO_KUBELET)
+    assert code == 2
+    assert out == ""
+    lines = [ln for ln in err.splitlines() if ln.startswith("rte: error")]
+    assert len(lines) == 1
+    assert "node0/cpulist" in lines[0] and "0-abc" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_a_bad_kubelet_config_is_one_line_with_status_2(tmp_path: Path) -> None:
+    bad = tmp_path / "kubelet.yaml"
+    bad.write_text("topologyManagerPolicy: sometimes\n")
+    code, _, err = _dump("--sysfs", str(R640), "--podresources", NO_KUBELET, "--kubelet-config", str(bad))
+    assert code == 2
+    assert "kubelet.yaml" in err and "sometimes" in err
+    assert "Traceback" not in err
