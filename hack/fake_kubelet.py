@@ -87,6 +87,8 @@ class FakeKubelet:
         )
         self._faults: dict[str, tuple[grpc.StatusCode, str]] = {}
         self._raw: dict[str, bytes] = {}
+        self._delays: dict[str, float] = {}
+        self._stopping = threading.Event()
         self._calls: Counter[str] = Counter()
         self._rejected = 0
         self._times: dict[str, list[float]] = {m: [] for m in METHODS}
@@ -106,6 +108,7 @@ class FakeKubelet:
             if self._server is not None:
                 return self
             self.socket_path.unlink(missing_ok=True)
+            self._stopping.clear()
             server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
             handlers = {
                 "List": self._unary("List", api_pb2.ListPodResourcesRequest),
@@ -124,6 +127,7 @@ class FakeKubelet:
         """Stop serving; the socket file is removed, as when the kubelet goes down."""
         with self._lock:
             server, self._server = self._server, None
+        self._stopping.set()  # releases handlers sleeping in a delay
         if server is not None:
             server.stop(grace=None).wait()
         self.socket_path.unlink(missing_ok=True)
@@ -208,10 +212,18 @@ class FakeKubelet:
             else:
                 self._raw[method] = data
 
+    def delay(self, method: str, seconds: float) -> None:
+        """Answer ``method`` only after ``seconds`` (a slow kubelet); 0 removes the delay."""
+        _check(method)
+        with self._lock:
+            self._delays[method] = seconds
+
     def clear_faults(self) -> None:
+        """Undo :meth:`fail`, :meth:`serve_raw` and :meth:`delay`."""
         with self._lock:
             self._faults.clear()
             self._raw.clear()
+            self._delays.clear()
 
     # -- call accounting ----------------------------------------------------------------------
 
@@ -241,6 +253,10 @@ class FakeKubelet:
 
     def _unary(self, method: str, request_type: type[Message]) -> grpc.RpcMethodHandler:
         def handle(request: Message, context: grpc.ServicerContext) -> bytes:
+            with self._lock:
+                delay = self._delays.get(method, 0.0)
+            if delay:
+                self._stopping.wait(delay)
             status, payload = self._answer(method, request)
             if status is not None:
                 context.abort(*status)

@@ -73,6 +73,15 @@ def numa_ids(ids: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted({i for i in ids if i >= 0}))
 
 
+def _numa_pb(topology: api_pb2.TopologyInfo) -> tuple[int, ...]:
+    nodes = topology.nodes
+    # Fast path: the kubelet sends one node per device entry, and big nodes have many entries.
+    if len(nodes) == 1:
+        node_id = nodes[0].ID
+        return (node_id,) if node_id >= 0 else ()
+    return numa_ids(n.ID for n in nodes)
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON
 
@@ -274,11 +283,11 @@ def _cpu_ids_pb(ids: Iterable[int], source: str, path: str) -> frozenset[int]:
 
 
 def _device_pb(msg: api_pb2.ContainerDevices) -> Device:
-    return Device(msg.resource_name, tuple(msg.device_ids), numa_ids(n.ID for n in msg.topology.nodes))
+    return Device(msg.resource_name, tuple(msg.device_ids), _numa_pb(msg.topology))
 
 
 def _memory_pb(msg: api_pb2.ContainerMemory) -> MemoryBlock:
-    return MemoryBlock(msg.memory_type, msg.size, numa_ids(n.ID for n in msg.topology.nodes))
+    return MemoryBlock(msg.memory_type, msg.size, _numa_pb(msg.topology))
 
 
 def _dynamic_pb(msg: api_pb2.DynamicResource) -> DynamicResource:
