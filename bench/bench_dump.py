@@ -1,0 +1,42 @@
+"""`rte dump` wall time on the largest fixture, interpreter start included (target <= 300 ms).
+
+Baseline, run in the same process: the bare interpreter (`python -c pass`), so the ratio says
+how much `rte dump` adds on top of starting Python on this machine right now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.timing import median_command_seconds, python
+
+ROOT = Path(__file__).resolve().parent.parent
+LARGEST = ROOT / "tests" / "fixtures" / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
+
+
+def run() -> dict[str, float]:
+    argv = [
+        python(),
+        "-m",
+        "rte",
+        "dump",
+        "--sysfs",
+        str(LARGEST),
+        "--podresources",
+        "unix:///nonexistent",
+        "-o",
+        "json",
+    ]
+    dump = median_command_seconds(argv)
+    bare = median_command_seconds([python(), "-c", "pass"])
+    return {"dump_ms": dump * 1000, "interpreter_ms": bare * 1000, "ratio_to_interpreter": dump / bare}
+
+
+def main() -> None:
+    r = run()
+    print(f"rte dump (largest fixture): {r['dump_ms']:.0f} ms median (target <= 300 ms)")
+    print(f"  bare interpreter {r['interpreter_ms']:.0f} ms; ratio {r['ratio_to_interpreter']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
