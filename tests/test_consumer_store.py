@@ -89,7 +89,8 @@ def test_heartbeats_never_move_backwards() -> None:
 
 
 def test_lease_renew_time_is_read_as_epoch_seconds() -> None:
-    lease = {"metadata": {"name": "n1", "namespace": "rte"}, "spec": {"renewTime": "1970-01-01T00:01:40.500000Z"}}
+    spec = {"renewTime": "1970-01-01T00:01:40.500000Z"}
+    lease = {"metadata": {"name": "n1", "namespace": "rte"}, "spec": spec}
     assert heartbeat_from_lease(lease) == ("n1", 100.5)
     assert heartbeat_from_lease({"metadata": {"name": "n1"}, "spec": {}}) is None
     with pytest.raises(InputError, match=r"lease: spec.renewTime: not an RFC 3339 time: 'yesterday'"):
