@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from nrt_schema import schema_errors
 
+from nrt_schema import schema_errors
 from rte.agent.accounting import hugepages_resource
 from rte.cli import main
 

@@ -3,9 +3,9 @@ import random
 from pathlib import Path
 
 import pytest
-from xxh64_reference import reference_fingerprint
 
 from rte.model import fingerprint as fp
+from xxh64_reference import reference_fingerprint
 
 VECTOR_PODS = Path(__file__).parent / "fixtures" / "fingerprint" / "pods.json"
 

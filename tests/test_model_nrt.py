@@ -2,8 +2,8 @@ import json
 from fractions import Fraction
 
 import pytest
-from nrt_schema import schema_errors
 
+from nrt_schema import schema_errors
 from rte.errors import InputError
 from rte.model.nrt import from_nrt, to_nrt
 from rte.model.topology import (

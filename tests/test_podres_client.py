@@ -10,9 +10,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 import scenarios
 from fake_kubelet import FakeKubelet
-
 from rte.errors import InputError, NotSupportedError, UnavailableError
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import scenarios
 from google.protobuf import json_format
 
+import scenarios
 from rte.errors import InputError
 from rte.podres import convert
 from rte.podres.files import PodResourcesFiles

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import scenarios
-
 from rte.podres import convert
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles
