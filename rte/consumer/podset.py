@@ -1,0 +1,157 @@
+"""Which pods the scheduler believes a node runs, and whether the node's NRT agrees.
+
+Pure functions behind the reserve cache's resync (fingerprint.md §4, §6, §7):
+
+* :func:`is_relevant` is the informer-mode rule: ``Dedicated`` counts every bound pod that left
+  ``Pending`` (terminal ones included), ``Shared`` only ``Running`` ones;
+* :func:`expected_fingerprint` finds the published fingerprint and whether it covers only pods
+  with exclusive resources;
+* :func:`compare` recomputes our fingerprint and classifies the outcome;
+* :func:`is_in_flight` says which pods no NRT can reflect yet (bound or binding, not started).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from rte.consumer.cacheconfig import InformerMode, ResyncMethod
+from rte.model import fingerprint as fp
+from rte.model.exclusive import is_exclusive
+from rte.model.pod import PHASE_PENDING, PHASE_RUNNING, Pod
+from rte.model.topology import NodeTopology
+
+
+class CompareResult(StrEnum):
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    """Routine: the NRT describes another pod set (it lags, or leads, our view)."""
+    MISSING = "missing"
+    """The NRT carries no fingerprint: the node can never be confirmed."""
+    MALFORMED = "malformed"
+    INCOMPATIBLE = "incompatible"
+
+
+def is_relevant(pod: Pod, mode: InformerMode) -> bool:
+    """Whether ``pod`` belongs in the fingerprinted set of its node (fingerprint.md §7.1)."""
+    if not pod.node_name:
+        return False
+    if mode is InformerMode.SHARED:
+        return pod.phase == PHASE_RUNNING
+    return pod.phase != PHASE_PENDING
+
+
+def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:
+    """Placed on ``node`` (or being bound to it) but not yet part of any fingerprinted set.
+
+    Such a pod is in neither side's fingerprint, so a matching NRT does not reflect it: its
+    reservation must outlive the flush. Terminal pods hold nothing any more.
+    """
+    if pod.node_name not in ("", node) or pod.is_terminal:
+        return False
+    return not is_relevant(pod, mode)
+
+
+def expected_fingerprint(topology: NodeTopology, method: ResyncMethod) -> tuple[str, bool, str]:
+    """``(expected, only_exclusive, source)`` per fingerprint.md §6.
+
+    ``source`` is ``attribute``, ``annotation`` or ``""``; an empty ``expected`` means there is
+    nothing to check against. The legacy annotation always means "all pods".
+    """
+    value = topology.attribute(fp.ATTRIBUTE)
+    if value is not None:
+        if method is ResyncMethod.ALL:
+            only_exclusive = False
+        elif method is ResyncMethod.ONLY_EXCLUSIVE_RESOURCES:
+            only_exclusive = True
+        else:
+            only_exclusive = topology.attribute(fp.ATTRIBUTE_METHOD) == fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+        return value, only_exclusive, "attribute"
+    annotation = topology.annotations.get(fp.ANNOTATION)
+    if annotation is not None:
+        return annotation, False, "annotation"
+    return "", False, ""
+
+
+def fingerprinted_pods(
+    pods: Iterable[Pod], mode: InformerMode, only_exclusive: bool, resource_names: Collection[str]
+) -> list[Pod]:
+    """The pods of one node that our fingerprint covers, in the order given."""
+    out = [p for p in pods if is_relevant(p, mode)]
+    if only_exclusive:
+        out = [p for p in out if is_exclusive(p, resource_names)]
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One fingerprint check of one node, kept for the state dump."""
+
+    result: CompareResult
+    expected: str
+    computed: str
+    method: str
+    """``all`` or ``with-exclusive-resources``: which pods we counted."""
+    source: str
+    pod_count: int
+    time: float
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "result": self.result.value,
+            "expected": self.expected,
+            "computed": self.computed,
+            "method": self.method,
+            "source": self.source,
+            "podCount": self.pod_count,
+            "time": self.time,
+            "detail": self.detail,
+        }
+
+
+def compare(
+    topology: NodeTopology,
+    pods_on_node: Iterable[Pod],
+    method: ResyncMethod,
+    mode: InformerMode,
+    resource_names: Collection[str],
+    now: float,
+) -> Comparison:
+    """Check the node's published fingerprint against the pods we believe it runs.
+
+    ``resource_names`` should be those of ``topology`` itself, the NRT being checked: the agent
+    classified exclusivity against the names it was about to publish, not against whatever an
+    older NRT in our cache listed (the last row of fingerprint.md §7.4).
+    """
+    expected, only_exclusive, source = expected_fingerprint(topology, method)
+    counted = fingerprinted_pods(pods_on_node, mode, only_exclusive, resource_names)
+    keys = [p.key for p in counted]
+    computed = fp.compute(keys)
+    method_name = fp.METHOD_WITH_EXCLUSIVE_RESOURCES if only_exclusive else fp.METHOD_ALL
+
+    def result(kind: CompareResult, detail: str = "") -> Comparison:
+        return Comparison(
+            result=kind,
+            expected=expected,
+            computed=computed,
+            method=method_name,
+            source=source,
+            pod_count=len(keys),
+            time=now,
+            detail=detail,
+        )
+
+    if not expected:
+        return result(CompareResult.MISSING, "missing NodeTopology podset fingerprint data")
+    try:
+        fp.check(expected, computed)
+    except fp.FingerprintMismatchError as e:
+        return result(CompareResult.MISMATCH, str(e))
+    except fp.IncompatibleVersionError as e:
+        return result(CompareResult.INCOMPATIBLE, str(e))
+    except fp.MalformedFingerprintError as e:
+        return result(CompareResult.MALFORMED, str(e))
+    return result(CompareResult.MATCH)
