@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -147,3 +149,15 @@ def test_concurrent_writers_and_readers_keep_the_store_consistent() -> None:
     assert not errors
     for node in store.nodes():
         assert store.resource_names(node) == {"cpu"}
+
+
+def test_the_store_and_caches_import_nothing_from_the_agent_side() -> None:
+    code = (
+        "import sys\n"
+        "import rte.consumer.cache, rte.consumer.caches, rte.consumer.store, rte.consumer.load\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('grpc', 'kubernetes')"
+        " or m.startswith(('rte.agent', 'rte.host', 'rte.podres'))]\n"
+        "print(','.join(sorted(bad)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -1,0 +1,507 @@
+"""The reserve cache ("OverReserve"): pessimistic accounting between NRT updates, fingerprint resync.
+
+Seed 000's design, with the reference plugin's semantics (reference §5.3) and its gaps fixed:
+
+* **State per node**: the cached NRT (replaced only by a flush, see below), the reservations of
+  pods placed since, and marks: *dirty* (filter failures; the first one, or only after
+  ``dirty_after_failures`` in a row), *foreign* (a pod bound by another scheduler) and, with the
+  startup rule, *unverified*.
+* **get** serves the cached NRT with every reservation taken from *every* zone, clamped at 0.
+  A foreign or (startup) unverified node is not fresh: the filter rejects it, it scores 0.
+* **resync**, driven periodically by the front end, compares the fingerprint of the store's
+  latest NRT with the pods we believe the node runs (for dirty, foreign and unverified nodes).
+  On a match the node is *flushed*: the NRT is adopted and the marks cleared. A mismatch is
+  routine (logged at debug); a malformed or incompatible fingerprint is logged as a warning.
+  Either way the node stays marked and is retried next time.
+* A change of Topology Manager policy/scope/maxNUMANodes flushes the node without a check.
+
+Differences from the reference, each pinned by a test:
+
+* NRTs are read from a watch-fed :class:`~rte.consumer.store.NRTStore`; a node whose NRT appears
+  after start is adopted on first use (reference #967). A node with no reservation and no mark
+  adopts every new NRT at once (``follow_clean_nodes``): nothing of ours can be missing from it.
+* A node with zero relevant pods resyncs against the empty-set fingerprint.
+* Exclusivity is classified against the resource names of the NRT being checked, not of the
+  older cached one (fingerprint.md §7.4, last row).
+* A flush keeps the reservations of pods still *in flight* (reserved or bound, not yet relevant,
+  so in no fingerprinted set and reflected by no NRT) and adds one for every in-flight pod bound
+  to the node that has none (placed by a previous incarnation, a peer or another scheduler).
+  The reference drops them all and opens an over-commit window. Config-change flushes too.
+* A foreign pod that is deleted or has finished only marks the node dirty: it frees resources,
+  so the cached view errs on the safe side, and blocking the node would be pointless.
+* The config-change flush keeps the dirty/foreign marks (nothing was verified) and notices
+  changes by comparing against the store at resync time, not from a separate watch.
+* Reservations for a node without an NRT are recorded (its NRT may appear later) and pruned to
+  the in-flight ones at resync, so they cannot pile up.
+
+**Staleness** (off by default): with ``heartbeat_max_age`` set, a node whose agent Lease is older
+is ignored, served as having no NRT, or unschedulable (``stale_action``), like seed 003's
+expired-metrics filter: data from a dead agent is no data.
+
+**Startup rule** (``startup_grace`` > 0; seed 004's "buffer"; off by default because it makes
+every node unusable until the first resync). A restarted scheduler does not know what its
+previous incarnation reserved. Such a reservation protected a pod bound to the node that the NRT
+does not reflect yet. Pods bound but not started are easy: they are in flight, and the first
+flush reserves them (above). Pods already running that the agent has not published yet cannot be
+singled out (pods carry no bind time here, and a fingerprint cannot be inverted), but their
+existence shows: the node's fingerprint does not match. So every node starts *unverified*:
+resync checks it, and until its first fingerprint match, for at most the grace period, it is not
+fresh. After the grace, agents have had time to catch up (they publish every 10-60 s), and a node
+that still does not match falls back to normal over-reserve behaviour, so the fingerprint
+mismatch trap (fingerprint.md §7.4) cannot black a node out forever. The front end should run
+:meth:`OverReserveCache.resync` once as soon as its pod informer has synced.
+
+The cache starts no thread and reads time only from the injected ``clock`` (seconds since the
+epoch, the time base of Lease renewals). Every public method takes one lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rte.consumer import load
+from rte.consumer.cachebase import (
+    NO_NRT,
+    NOT_FRESH,
+    Lookup,
+    PodsInput,
+    ResyncReport,
+    group_pods,
+    heartbeat_age,
+    is_stale,
+    stale_verdict,
+)
+from rte.consumer.cacheconfig import CacheConfig, ForeignPodsDetect, ResyncScope
+from rte.consumer.numaview import NumaView, build_view, subtract_requests
+from rte.consumer.podset import CompareResult, Comparison, compare, is_in_flight
+from rte.consumer.reservations import SOURCE_IN_FLIGHT, Reservation, subtract_from_every_zone, total_request
+from rte.consumer.store import DELETED, NRTStore, resource_names_of
+from rte.consumer.tmconfig import tm_config_from
+from rte.model.exclusive import is_exclusive
+from rte.model.pod import Pod
+from rte.model.quantity import quantity_text
+from rte.model.topology import NodeTopology, Zone
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class _Node:
+    """Everything the cache knows about one node."""
+
+    topology: NodeTopology | None = None
+    revision: int = 0
+    """Store revision of :attr:`topology` (0: none)."""
+    checked_revision: int = 0
+    """Store revision last examined for a Topology Manager config change."""
+    reservations: dict[tuple[str, str], Reservation] = field(default_factory=dict)
+    failures: int = 0
+    """Filter failures since the last flush (the reference's maybeOverReserved counter)."""
+    streak: int = 0
+    """Filter failures in a row (reset by a filter success)."""
+    dirty: bool = False
+    foreign: int = 0
+    unverified: bool = False
+    last_compare: Comparison | None = None
+    last_flush: float | None = None
+    view: NumaView | None = None
+    """Memo of the served view (reservations applied); None when it must be rebuilt."""
+    view_topology: NodeTopology | None = None
+
+    def invalidate(self) -> None:
+        self.view = None
+        self.view_topology = None
+
+
+def _amounts(zone: Zone) -> dict[str, str]:
+    return {r.name: quantity_text(r.available) for r in zone.resources}
+
+
+class OverReserveCache:
+    """The reserve cache; see the module docstring for the rules."""
+
+    mode = "OverReserve"
+
+    def __init__(self, store: NRTStore, config: CacheConfig | None = None, clock: Clock = time.time) -> None:
+        self._store = store
+        self._config = config or CacheConfig()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._nodes: dict[str, _Node] = {}
+        self._generation = 0
+        self._started_at = clock()
+
+    # --- reading -------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """Incremented whenever any node's cached NRT is replaced."""
+        with self._lock:
+            return self._generation
+
+    @property
+    def config(self) -> CacheConfig:
+        return self._config
+
+    def get(self, node: str, pod: Pod | None = None) -> Lookup:
+        """The view the filter and score must use for ``node`` (``pod`` is for the caller's logs).
+
+        The view carries every reservation, subtracted from every zone (its ``source`` is the
+        cached NRT without them).
+        """
+        del pod  # the reference only logs it; reservations are node-wide
+        with self._lock:
+            return self._lookup(node, self._clock())
+
+    def _lookup(self, node: str, now: float) -> Lookup:
+        forced = stale_verdict(self._store, self._config, node, now)
+        if forced is not None:
+            return forced
+        st = self._current(node, now)
+        if st is None:
+            return NO_NRT
+        if st.foreign or self._blocked_at_startup(st, now):
+            return NOT_FRESH
+        if st.topology is None:
+            return NO_NRT
+        return Lookup(self._view(st), True)
+
+    def get_topology(self, node: str) -> NodeTopology | None:
+        """The cached NRT with reservations applied, as a plain topology (marks ignored)."""
+        with self._lock:
+            st = self._current(node, self._clock())
+            if st is None or st.topology is None:
+                return None
+            return self._reserved_topology(st)
+
+    def unfresh_reason(self, node: str) -> str:
+        """Why :meth:`get` says not fresh right now ("" when it is fresh)."""
+        with self._lock:
+            return self._reason(node, self._clock())
+
+    def _reason(self, node: str, now: float) -> str:
+        if stale_verdict(self._store, self._config, node, now) == NOT_FRESH:
+            return "node topology agent heartbeat is stale"
+        st = self._nodes.get(node)
+        if st is None:
+            return ""
+        if st.foreign:
+            return "node has pods bound by other schedulers not yet reflected in its topology"
+        if self._blocked_at_startup(st, now):
+            return "node topology not yet confirmed after scheduler start"
+        return ""
+
+    # --- scheduling-cycle hooks ----------------------------------------------------------
+
+    def reserve(self, node: str, pod: Pod) -> None:
+        """Account ``pod`` on ``node`` until a flush shows the NRT reflects it (never fails).
+
+        Unlike the reference, a node without an NRT keeps the reservation too: its NRT may be
+        published later, before it reflects this pod.
+        """
+        with self._lock:
+            now = self._clock()
+            st = self._current(node, now)
+            if st is None:
+                st = self._nodes[node] = _Node()
+            st.reservations[pod.key] = Reservation.for_pod(pod, now)
+            st.invalidate()
+
+    def unreserve(self, node: str, pod: Pod) -> None:
+        """Undo :meth:`reserve` (the binding failed or the pod was rejected later in the cycle)."""
+        with self._lock:
+            st = self._nodes.get(node)
+            if st is None or st.reservations.pop(pod.key, None) is None:
+                return
+            st.invalidate()
+            self._forget_if_empty(node, st)
+
+    def post_bind(self, node: str, pod: Pod) -> None:
+        """No-op, like the reference: the reservation lasts until a flush proves it unneeded."""
+
+    def mark_maybe_over_reserved(self, node: str) -> None:
+        """A filter failure on ``node``: maybe only our pessimism rejected it; resync it.
+
+        With ``dirty_after_failures`` = N, the node is marked only after N failures in a row.
+        """
+        with self._lock:
+            st = self._current(node, self._clock())
+            if st is None:
+                return
+            st.failures += 1
+            st.streak += 1
+            if st.streak >= self._config.dirty_after_failures:
+                st.dirty = True
+
+    def note_filter_success(self, node: str) -> None:
+        """A filter success on ``node`` breaks its failure streak (it is not full after all)."""
+        with self._lock:
+            st = self._nodes.get(node)
+            if st is not None:
+                st.streak = 0
+
+    def on_pod_event(self, event_type: str, pod: Pod) -> None:
+        """Feed every pod informer event here (ADDED / MODIFIED / DELETED) for foreign-pod detection.
+
+        A bound pod of another scheduler changes the node behind our back: the node is marked
+        foreign (not fresh) until a fingerprint match. With ``OnlyExclusiveResources`` only
+        pods holding exclusive resources count. A deleted or finished foreign pod only frees
+        resources, so it just marks the node dirty.
+        """
+        detect = self._config.foreign_pods_detect
+        if detect is ForeignPodsDetect.NONE or not pod.node_name:
+            return
+        if pod.scheduler_name in self._config.profiles:
+            return
+        with self._lock:
+            node = pod.node_name
+            st = self._current(node, self._clock())
+            if st is None or st.topology is None:
+                return  # without an NRT there is nothing the pod could make stale
+            if detect is ForeignPodsDetect.ONLY_EXCLUSIVE_RESOURCES:
+                names = self._store.resource_names(node) | resource_names_of(st.topology)
+                if not is_exclusive(pod, names):
+                    return
+            if event_type == DELETED or pod.is_terminal:
+                st.dirty = True
+            else:
+                st.foreign += 1
+
+    # --- resync --------------------------------------------------------------------------
+
+    def resync(self, pods: PodsInput, now: float | None = None) -> ResyncReport:
+        """One resync pass over every node that needs it; ``pods`` is the informer's content.
+
+        Pass every pod (bound or not, any phase): unbound and Pending pods decide which
+        reservations are still in flight. Cost: one fingerprint per marked node.
+        """
+        with self._lock:
+            if now is None:
+                now = self._clock()
+            by_node, known = group_pods(pods)
+            for node in self._store.nodes():
+                self._current(node, now)
+            flushed: list[str] = []
+            config_flushed: list[str] = []
+            still_dirty: list[str] = []
+            comparisons: dict[str, Comparison] = {}
+            for node in sorted(self._nodes):
+                st = self._nodes[node]
+                topology, revision = self._store.get_with_revision(node)
+                on_node = by_node.get(node, [])
+                if topology is None:
+                    self._prune(node, st, on_node, known, now)
+                    continue
+                config_changed = self._config_changed(st, topology, revision)
+                if st.dirty or st.foreign or self._blocked_at_startup(st, now):
+                    result = compare(
+                        topology,
+                        on_node,
+                        self._config.resync_method,
+                        self._config.informer_mode,
+                        self._store.resource_names(node),
+                        now,
+                    )
+                    st.last_compare = comparisons[node] = result
+                    self._log_compare(node, result)
+                    if result.result is CompareResult.MATCH:
+                        self._flush(node, st, topology, revision, on_node, known, now, matched=True)
+                        flushed.append(node)
+                        continue
+                    still_dirty.append(node)
+                if config_changed:
+                    log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
+                    self._flush(node, st, topology, revision, on_node, known, now, matched=False)
+                    config_flushed.append(node)
+            return ResyncReport(tuple(flushed), tuple(config_flushed), tuple(still_dirty), comparisons)
+
+    def _config_changed(self, st: _Node, topology: NodeTopology, revision: int) -> bool:
+        if st.topology is None or revision == st.checked_revision:
+            return False
+        st.checked_revision = revision
+        if self._config.resync_scope is not ResyncScope.ALL:
+            return False
+        return tm_config_from(st.topology) != tm_config_from(topology)
+
+    @staticmethod
+    def _log_compare(node: str, result: Comparison) -> None:
+        if result.result is CompareResult.MATCH:
+            log.debug("node %s: fingerprint match over %d pods, flushing", node, result.pod_count)
+        elif result.result is CompareResult.MISMATCH:
+            log.debug("node %s: %s (%d pods)", node, result.detail, result.pod_count)
+        elif result.result is CompareResult.MISSING:
+            log.info("node %s: %s", node, result.detail)
+        else:
+            log.warning("node %s: cannot check the NRT fingerprint: %s", node, result.detail)
+
+    def _kept_reservations(
+        self, node: str, st: _Node, known: dict[tuple[str, str], Pod], now: float
+    ) -> dict[tuple[str, str], Reservation]:
+        kept: dict[tuple[str, str], Reservation] = {}
+        for key, reservation in st.reservations.items():
+            pod = known.get(key)
+            if pod is not None and reservation.uid and pod.uid and pod.uid != reservation.uid:
+                pod = None  # deleted and recreated under the same name: ours is gone
+            if pod is None:
+                if now - reservation.reserved_at < self._config.absent_pod_grace:
+                    kept[key] = reservation
+            elif is_in_flight(pod, node, self._config.informer_mode):
+                kept[key] = reservation
+        return kept
+
+    def _flush(
+        self,
+        node: str,
+        st: _Node,
+        topology: NodeTopology,
+        revision: int,
+        on_node: Iterable[Pod],
+        known: dict[tuple[str, str], Pod],
+        now: float,
+        *,
+        matched: bool,
+    ) -> None:
+        kept = self._kept_reservations(node, st, known, now)
+        for pod in on_node:
+            if pod.key not in kept and is_in_flight(pod, node, self._config.informer_mode):
+                kept[pod.key] = Reservation.for_pod(pod, now, SOURCE_IN_FLIGHT)
+        st.reservations = kept
+        st.topology = topology
+        st.revision = st.checked_revision = revision
+        st.last_flush = now
+        st.invalidate()
+        if matched:
+            st.dirty = False
+            st.failures = st.streak = st.foreign = 0
+            st.unverified = False
+        self._generation += 1
+
+    def _prune(
+        self, node: str, st: _Node, on_node: list[Pod], known: dict[tuple[str, str], Pod], now: float
+    ) -> None:
+        # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
+        del on_node
+        kept = self._kept_reservations(node, st, known, now)
+        if len(kept) != len(st.reservations):
+            st.reservations = kept
+            st.invalidate()
+        self._forget_if_empty(node, st)
+
+    # --- node state ----------------------------------------------------------------------
+
+    def _current(self, node: str, now: float) -> _Node | None:
+        """The node's state, brought up to date with the store where the rules allow it."""
+        st = self._nodes.get(node)
+        topology, revision = self._store.get_with_revision(node)
+        if st is None:
+            if topology is None:
+                return None
+            st = self._nodes[node] = _Node(topology=topology, revision=revision, checked_revision=revision)
+            st.unverified = self._in_startup(now)
+            self._generation += 1
+            return st
+        if topology is None:
+            if st.topology is not None:
+                # The NRT was deleted: serve "no NRT", keep reservations for when it comes back.
+                st.topology = None
+                st.revision = st.checked_revision = revision
+                st.invalidate()
+                self._generation += 1
+            return st
+        if st.topology is None or (
+            self._config.follow_clean_nodes and revision != st.revision and self._is_clean(st, now)
+        ):
+            st.topology = topology
+            st.revision = st.checked_revision = revision
+            st.invalidate()
+            self._generation += 1
+        return st
+
+    def _is_clean(self, st: _Node, now: float) -> bool:
+        return not (st.reservations or st.dirty or st.foreign or self._blocked_at_startup(st, now))
+
+    def _in_startup(self, now: float) -> bool:
+        return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace
+
+    def _blocked_at_startup(self, st: _Node, now: float) -> bool:
+        return st.unverified and self._in_startup(now)
+
+    def _forget_if_empty(self, node: str, st: _Node) -> None:
+        if st.topology is None and not st.reservations and not self._store.revision(node):
+            del self._nodes[node]
+
+    def _reserved_topology(self, st: _Node) -> NodeTopology:
+        assert st.topology is not None
+        if st.view_topology is None:
+            total = total_request(r.request for r in st.reservations.values())
+            st.view_topology = subtract_from_every_zone(st.topology, total)
+        return st.view_topology
+
+    def _view(self, st: _Node) -> NumaView:
+        assert st.topology is not None
+        if st.view is None:
+            base = build_view(load.filter_view(st.topology, self._config.load), tm_config_from(st.topology))
+            st.view = subtract_requests(base, [r.request for r in st.reservations.values()])
+        return st.view
+
+    # --- state dump ----------------------------------------------------------------------
+
+    def state_dump(self, now: float | None = None) -> dict[str, Any]:
+        """A JSON-able picture of the cache, per node, for the extender's debug endpoint."""
+        with self._lock:
+            if now is None:
+                now = self._clock()
+            nodes: dict[str, Any] = {}
+            for node in sorted(set(self._nodes) | set(self._store.nodes())):
+                st = self._current(node, now)
+                if st is None:
+                    continue
+                nodes[node] = self._dump_node(node, st, now)
+            return {
+                "mode": self.mode,
+                "generation": self._generation,
+                "storeGeneration": self._store.generation,
+                "now": now,
+                "startedAt": self._started_at,
+                "inStartupGrace": self._in_startup(now),
+                "nodes": nodes,
+            }
+
+    def _dump_node(self, node: str, st: _Node, now: float) -> dict[str, Any]:
+        zones: dict[str, Any] = {}
+        if st.topology is not None:
+            reserved = self._reserved_topology(st)
+            for zone, after in zip(st.topology.zones, reserved.zones, strict=True):
+                zones[zone.name] = {
+                    "available": {r.name: quantity_text(r.available) for r in zone.resources},
+                    "availableAfterReservations": {
+                        r.name: quantity_text(r.available) for r in after.resources
+                    },
+                }
+        answer = self._lookup(node, now)
+        age = heartbeat_age(self._store, node, now)
+        return {
+            "hasNRT": st.topology is not None,
+            "cachedRevision": st.revision,
+            "storeRevision": self._store.revision(node),
+            "fresh": answer.fresh,
+            "reason": self._reason(node, now),
+            "zones": zones,
+            "reservations": [r.to_dict() for _, r in sorted(st.reservations.items())],
+            "maybeOverReserved": st.failures,
+            "failureStreak": st.streak,
+            "dirty": st.dirty,
+            "foreignPods": st.foreign,
+            "unverified": self._blocked_at_startup(st, now),
+            "lastFlush": st.last_flush,
+            "lastCompare": st.last_compare.to_dict() if st.last_compare else None,
+            "heartbeatAgeSeconds": age,
+            "stale": is_stale(self._store, self._config, node, now),
+        }
