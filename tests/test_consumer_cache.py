@@ -124,6 +124,7 @@ def test_a_reservation_is_taken_from_every_zone_until_a_matching_fingerprint_flu
     p1 = pod("p1", cpu=3)
     cache.reserve("n1", p1)
     assert cpus_of(cache.get("n1", p1)) == (5, 5)
+    assert cache.get("n1").view is cache.get("n1").view, "views are built once per change"
 
     # The agent publishes the node with p1 placed on NUMA 1 and p1 in its fingerprint.
     store.apply(MODIFIED, nrt(cpus=(8, 5), counted=[p1]))

@@ -111,13 +111,17 @@ class _Node:
     unverified: bool = False
     last_compare: Comparison | None = None
     last_flush: float | None = None
+    base_view: NumaView | None = None
+    """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
     view: NumaView | None = None
-    """Memo of the served view (reservations applied); None when it must be rebuilt."""
+    """Memo of the served view (reservations applied); rebuilt when reservations change."""
     view_topology: NodeTopology | None = None
 
-    def invalidate(self) -> None:
+    def invalidate(self, topology_changed: bool = False) -> None:
         self.view = None
         self.view_topology = None
+        if topology_changed:
+            self.base_view = None
 
 
 def _amounts(zone: Zone) -> dict[str, str]:
@@ -376,7 +380,7 @@ class OverReserveCache:
         st.topology = topology
         st.revision = st.checked_revision = revision
         st.last_flush = now
-        st.invalidate()
+        st.invalidate(topology_changed=True)
         if matched:
             st.dirty = False
             st.failures = st.streak = st.foreign = 0
@@ -412,7 +416,7 @@ class OverReserveCache:
                 # The NRT was deleted: serve "no NRT", keep reservations for when it comes back.
                 st.topology = None
                 st.revision = st.checked_revision = revision
-                st.invalidate()
+                st.invalidate(topology_changed=True)
                 self._generation += 1
             return st
         if st.topology is None or (
@@ -420,7 +424,7 @@ class OverReserveCache:
         ):
             st.topology = topology
             st.revision = st.checked_revision = revision
-            st.invalidate()
+            st.invalidate(topology_changed=True)
             self._generation += 1
         return st
 
@@ -446,9 +450,11 @@ class OverReserveCache:
 
     def _view(self, st: _Node) -> NumaView:
         assert st.topology is not None
+        if st.base_view is None:
+            filtered = load.filter_view(st.topology, self._config.load)
+            st.base_view = build_view(filtered, tm_config_from(st.topology))
         if st.view is None:
-            base = build_view(load.filter_view(st.topology, self._config.load), tm_config_from(st.topology))
-            st.view = subtract_requests(base, [r.request for r in st.reservations.values()])
+            st.view = subtract_requests(st.base_view, [r.request for r in st.reservations.values()])
         return st.view
 
     # --- state dump ----------------------------------------------------------------------
