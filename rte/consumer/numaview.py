@@ -1,0 +1,158 @@
+"""A node's NUMA zones as Filter and Score read them, precomputed once per NRT version.
+
+The reference plugin rebuilds its NUMA list from the NRT on every Filter and Score call. We build
+an immutable :class:`NumaView` once per NRT update (and once per reservation change, see
+:func:`subtract_requests`) and keep everything the hot loops want as flat tuples.
+
+What a view holds, and the rules that differ from the reference on purpose:
+
+* Only zones of type ``Node`` named ``node-<id>`` with ``0 <= id <= 63`` (:data:`MAX_NUMA_ID`).
+  The kubelet's Topology Manager works on a 64-bit NUMA mask, so a zone with a larger id can
+  never be an alignment target; the reference drops ids above 64 and crashes on exactly 64.
+  A second zone with an id already seen (``node-1`` and ``node-01``) is ignored.
+* Zones are kept in **ascending id order**, the kubelet's tie-break order (lowest NUMA id first,
+  narrower masks with lower bits first). The published order is kept in ``published_ids`` for
+  display only: the reference's dependence on it is a bug (it walks list positions where it
+  means ids), and with sorted publication, as producers are told to do, both agree.
+* Only ``available`` is read; a negative available counts as 0.
+* Costs are keyed by the real id of the zone they point to; a missing entry is 255.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
+from rte.model.quantity import Amount, ceil_value
+from rte.model.topology import ZONE_TYPE_NUMA, NodeTopology, numa_id_of
+
+MAX_NUMA_ID = 63
+"""The highest NUMA id the kubelet's 64-bit Topology Manager mask can express."""
+MISSING_DISTANCE = 255
+"""SLIT's "unknown / unreachable"; used where a zone publishes no cost toward another."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class NumaView:
+    """One node's usable NUMA zones, with per-resource rows aligned on :attr:`ids`."""
+
+    node_name: str
+    tm: TopologyManagerConfig
+    ids: tuple[int, ...]
+    """Real NUMA ids, ascending. Position ``i`` of every row below is zone ``ids[i]``."""
+    published_ids: tuple[int, ...]
+    """The same zones in the order the NRT listed them (informational)."""
+    zone_available: tuple[Mapping[str, Amount], ...]
+    """Per position: resource name -> available (only resources the zone lists)."""
+    distances: tuple[tuple[int, ...], ...]
+    """``distances[i][j]``: cost from zone ``ids[i]`` to zone ``ids[j]`` (255 when unpublished)."""
+    source: NodeTopology | None = None
+    # Derived lookup tables (filled in __post_init__).
+    available: Mapping[str, tuple[Amount, ...]] = field(init=False)
+    """Per resource: available in every zone, 0 where the zone does not list it."""
+    ceil_available: Mapping[str, tuple[int, ...]] = field(init=False)
+    """Per resource: ``Quantity.Value()`` (rounded up) of :attr:`available`."""
+    present: Mapping[str, int] = field(init=False)
+    """Per resource: bit ``i`` set when zone ``ids[i]`` lists it."""
+    fit_rows: Mapping[str, tuple[tuple[int, Amount], ...]] = field(init=False)
+    """Per resource: ``(1 << i, available)`` for the zones that list it."""
+    resource_names: frozenset[str] = field(init=False)
+    """Every resource name listed by some usable zone."""
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Pod-independent tables computed on first use (LeastNUMANodes combinations). They depend on
+    ids and distances only, so views derived by :func:`subtract_requests` share this dict."""
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        names = sorted({r for zone in self.zone_available for r in zone})
+        available: dict[str, tuple[Amount, ...]] = {}
+        ceil_available: dict[str, tuple[int, ...]] = {}
+        present: dict[str, int] = {}
+        fit_rows: dict[str, tuple[tuple[int, Amount], ...]] = {}
+        for r in names:
+            row = tuple(zone.get(r, 0) for zone in self.zone_available)
+            available[r] = row
+            ceil_available[r] = tuple(ceil_value(a) for a in row)
+            present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
+            fit_rows[r] = tuple((1 << i, row[i]) for i in range(n) if r in self.zone_available[i])
+        object.__setattr__(self, "available", available)
+        object.__setattr__(self, "ceil_available", ceil_available)
+        object.__setattr__(self, "present", present)
+        object.__setattr__(self, "fit_rows", fit_rows)
+        object.__setattr__(self, "resource_names", frozenset(names))
+
+    def zone(self, numa_id: int) -> Mapping[str, Amount] | None:
+        """Available resources of zone ``numa_id``, or None when the view has no such zone."""
+        try:
+            return self.zone_available[self.ids.index(numa_id)]
+        except ValueError:
+            return None
+
+
+def _available(value: Amount) -> Amount:
+    # A negative available is a producer bug; read it as "nothing left" (nrt-api.md §4).
+    return value if value > 0 else 0
+
+
+def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) -> NumaView:
+    """Build the view of one NRT (``tm`` defaults to the config derived from its attributes)."""
+    zones: dict[int, tuple[dict[str, Amount], dict[int, int]]] = {}
+    published: list[int] = []
+    for zone in topology.zones:
+        if zone.type != ZONE_TYPE_NUMA:
+            continue
+        numa_id = numa_id_of(zone.name)
+        if numa_id is None or numa_id > MAX_NUMA_ID or numa_id in zones:
+            continue
+        resources: dict[str, Amount] = {}
+        for res in zone.resources:
+            resources.setdefault(res.name, _available(res.available))
+        costs: dict[int, int] = {}
+        for cost in zone.costs:
+            target = numa_id_of(cost.name)
+            if target is not None and target <= MAX_NUMA_ID:
+                costs[target] = cost.value  # last entry wins, as in the reference's map
+        zones[numa_id] = (resources, costs)
+        published.append(numa_id)
+    ids = tuple(sorted(zones))
+    distances = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    return NumaView(
+        node_name=topology.name,
+        tm=tm if tm is not None else tm_config_from(topology),
+        ids=ids,
+        published_ids=tuple(published),
+        zone_available=tuple(zones[i][0] for i in ids),
+        distances=distances,
+        source=topology,
+    )
+
+
+def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) -> NumaView:
+    """A new view with every request subtracted from **every** zone that lists the resource.
+
+    This is the over-reserve cache's pessimism: the scheduler does not know which zone the
+    kubelet picked for a pod it has just placed, so it assumes every zone lost the resources,
+    clamping at 0. The view's Topology Manager config, ids, distances and memo are kept.
+    """
+    totals: dict[str, Amount] = {}
+    for request in requests:
+        for res, qty in request.items():
+            if qty > 0:
+                totals[res] = totals.get(res, 0) + qty
+    if not totals:
+        return view
+    zones = tuple(
+        {r: (max(a - totals[r], 0) if r in totals else a) for r, a in zone.items()}
+        for zone in view.zone_available
+    )
+    return NumaView(
+        node_name=view.node_name,
+        tm=view.tm,
+        ids=view.ids,
+        published_ids=view.published_ids,
+        zone_available=zones,
+        distances=view.distances,
+        source=view.source,
+        memo=view.memo,
+    )

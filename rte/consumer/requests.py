@@ -1,0 +1,122 @@
+"""A pod's requests, prepared once per pod for the per-node hot loops of Filter and Score.
+
+Scheduling one pod evaluates it against thousands of nodes, so everything that depends only on
+the pod (QoS class, per-container request tuples, the pod-scope request, resource classes,
+rounded-up values) is computed here once and reused for every node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from rte.model.exclusive import is_native_resource, is_numa_affine
+from rte.model.pod import (
+    QOS_BEST_EFFORT,
+    QOS_GUARANTEED,
+    Container,
+    Pod,
+    effective_request,
+    kubelet_pod_request,
+)
+from rte.model.quantity import Amount, ceil_value
+
+KIND_INIT = "init"
+KIND_SIDECAR = "sidecar"
+KIND_APP = "app"
+KIND_POD = "pod"
+
+# Resources that may have no NUMA affinity at all: generic storage and every non-native
+# (device plugin, extended) resource. Absent from every zone, they are satisfied at host level.
+_HOST_LEVEL_NATIVE = frozenset({"ephemeral-storage", "storage"})
+
+
+def is_host_level(name: str) -> bool:
+    """True for resources that are fine to find in no NUMA zone (storage, devices)."""
+    return name in _HOST_LEVEL_NATIVE or not is_native_resource(name)
+
+
+class Item(NamedTuple):
+    """One requested resource with everything the loops need precomputed."""
+
+    name: str
+    amount: Amount
+    ceil: int
+    """``Quantity.Value()``: the amount rounded up to an integer (what Score arithmetic uses)."""
+    affine: bool
+    """cpu, memory or hugepages: aligned through the CPU and Memory managers."""
+    host_level: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """The request of one container (or of the whole pod, kind ``pod``)."""
+
+    name: str
+    kind: str
+    items: tuple[Item, ...]
+    """Every requested resource, zero quantities included, sorted by name."""
+    nonzero: tuple[Item, ...]
+    """The items with a non-zero amount: the only ones that constrain placement."""
+
+
+def make_request(name: str, kind: str, requests: Mapping[str, Amount]) -> Request:
+    items = tuple(
+        Item(res, qty, ceil_value(qty), is_numa_affine(res), is_host_level(res))
+        for res, qty in sorted(requests.items())
+    )
+    return Request(name, kind, items, tuple(i for i in items if i.amount != 0))
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPod:
+    """A pod ready to be evaluated against many nodes."""
+
+    pod: Pod
+    qos: str
+    init: tuple[Request, ...]
+    """Init containers in spec order; sidecars (restartable init containers) have kind ``sidecar``."""
+    app: tuple[Request, ...]
+    pod_request: Request
+    """The pod-scope request: the reference's effective request, or the kubelet's with sidecars."""
+    kubelet_accurate_sidecars: bool
+    requests_non_native: bool
+    """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
+
+    @property
+    def guaranteed(self) -> bool:
+        return self.qos == QOS_GUARANTEED
+
+    @property
+    def best_effort(self) -> bool:
+        return self.qos == QOS_BEST_EFFORT
+
+
+def _container_request(c: Container, default_kind: str) -> Request:
+    kind = KIND_SIDECAR if default_kind == KIND_INIT and c.is_sidecar else default_kind
+    return make_request(c.name, kind, c.requests)
+
+
+def prepare_pod(pod: Pod, *, kubelet_accurate_sidecars: bool = False) -> PreparedPod:
+    """Prepare ``pod`` once; pass the result to Filter and Score for every node.
+
+    ``kubelet_accurate_sidecars`` makes the decisions account for sidecars the way the kubelet
+    does (they keep their resources beside the app containers) instead of the reference plugin's
+    way (sidecars are plain init containers). See :mod:`rte.consumer.filter`.
+    """
+    pod_req = kubelet_pod_request(pod) if kubelet_accurate_sidecars else effective_request(pod)
+    containers = pod.init_containers + pod.containers
+    return PreparedPod(
+        pod=pod,
+        qos=pod.qos_class,
+        init=tuple(_container_request(c, KIND_INIT) for c in pod.init_containers),
+        app=tuple(_container_request(c, KIND_APP) for c in pod.containers),
+        pod_request=make_request(pod.name, KIND_POD, pod_req),
+        kubelet_accurate_sidecars=kubelet_accurate_sidecars,
+        requests_non_native=any(not is_native_resource(r) for c in containers for r in c.requests),
+    )
+
+
+def as_prepared(pod: Pod | PreparedPod) -> PreparedPod:
+    return pod if isinstance(pod, PreparedPod) else prepare_pod(pod)
