@@ -1,0 +1,102 @@
+"""The consumer's library front end: one pod against many nodes, Filter then Score.
+
+:func:`evaluate` is what ``rte fit`` and the scheduler extender call. The pod is prepared once;
+each node brings its precomputed :class:`~rte.consumer.numaview.NumaView` (or None without an
+NRT), the names of its allocatable resources when the Node object is known, and whether the
+reserve cache still trusts its data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rte.consumer.filter import filter_node
+from rte.consumer.numaview import NumaView
+from rte.consumer.requests import PreparedPod, prepare_pod
+from rte.consumer.score import DEFAULT_STRATEGY, DEFAULT_WEIGHTS, ScoringStrategy, score_node
+from rte.errors import InputError
+from rte.model.pod import Pod
+from rte.model.quantity import Amount, parse_quantity
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCandidate:
+    """One node as the consumer sees it."""
+
+    name: str
+    view: NumaView | None = None
+    """The node's NUMA view; None when it publishes no NRT."""
+    allocatable: Collection[str] | None = None
+    """Names (or a mapping) from the Node's ``status.allocatable``; None when the Node is unknown,
+    which makes Filter's node-allocatable check pass."""
+    fresh: bool = True
+    """False when the reserve cache distrusts the view (foreign pods, pending resync)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict for one node: the shape ``rte fit -o json`` prints."""
+
+    node: str
+    fits: bool
+    reason: str
+    score: int | None
+    """0..100 for nodes that fit; None for filtered-out nodes (the scheduler never scores them)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "fits": self.fits, "reason": self.reason, "score": self.score}
+
+
+def evaluate(
+    pod: Pod | PreparedPod,
+    nodes: Iterable[NodeCandidate],
+    strategy: ScoringStrategy | str = DEFAULT_STRATEGY,
+    weights: Mapping[str, int] | None = None,
+    *,
+    kubelet_accurate_sidecars: bool = False,
+) -> list[Decision]:
+    """Filter and score ``pod`` on every node, in the order given.
+
+    ``strategy`` is a :class:`ScoringStrategy` or a strategy type name (``LeastAllocated``, ...);
+    ``weights`` (used with a name) are the per-resource weights. A prepared pod keeps the
+    sidecar mode it was prepared with; ``kubelet_accurate_sidecars`` applies to a plain Pod.
+    """
+    if isinstance(strategy, str):
+        strategy = ScoringStrategy(strategy, dict(weights) if weights is not None else dict(DEFAULT_WEIGHTS))
+    elif weights is not None:
+        strategy = ScoringStrategy(strategy.type, dict(weights))
+    prep = (
+        pod
+        if isinstance(pod, PreparedPod)
+        else prepare_pod(pod, kubelet_accurate_sidecars=kubelet_accurate_sidecars)
+    )
+    decisions = []
+    for node in nodes:
+        verdict = filter_node(prep, node.view, node.allocatable, fresh=node.fresh)
+        score = score_node(prep, node.view, strategy, fresh=node.fresh) if verdict.fits else None
+        decisions.append(Decision(node.name, verdict.fits, verdict.reason, score))
+    return decisions
+
+
+def node_allocatable(node: Mapping[str, Any], source: str = "node") -> dict[str, Amount]:
+    """``status.allocatable`` of a Node object (decoded JSON/YAML), parsed; errors name the field."""
+    if not isinstance(node, Mapping):
+        raise InputError(source, f"expected a Node object, got {type(node).__name__}")
+    kind = node.get("kind", "Node")
+    if kind != "Node":
+        raise InputError(f"{source}: kind", f"expected Node, got {kind!r}")
+    status = node.get("status") or {}
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    if allocatable is None:
+        return {}
+    if not isinstance(allocatable, Mapping):
+        raise InputError(f"{source}: status.allocatable", f"expected a map, got {allocatable!r}")
+    out: dict[str, Amount] = {}
+    for name, raw in allocatable.items():
+        try:
+            out[str(name)] = parse_quantity(raw)
+        except ValueError as e:
+            raise InputError(f"{source}: status.allocatable.{name}", str(e)) from e
+    return out

@@ -1,0 +1,215 @@
+"""LeastNUMANodes: prefer nodes where the pod needs the fewest NUMA zones (KEP 454).
+
+For each request, try zone sets of growing size k; within one size, sets come in the kubelet's
+preference order (lexicographic over ascending NUMA ids). A set fits when the summed
+``available`` of its zones covers every non-zero request. Among the fitting sets of the smallest
+size, one with the minimum average distance of that size wins at once (and earns a bonus);
+otherwise the fitting set with the smallest average distance is used, without bonus.
+
+The average distance of a set S is ``sum(cost(i->j) for i, j in S x S) / |S|^2`` (self distances
+included, 255 where a cost is missing), computed in float32 as the reference does, so that
+equality with the minimum behaves identically. The score is
+``100 - count * step (+ step // 2 with the bonus)``, ``step = 100 // maxNUMANodes``.
+
+Where the reference is wrong we differ, deliberately:
+
+* Container scope subtracts each placed request from the chosen zones by their real ids (the
+  reference indexes its zone list with the ids, which mis-subtracts or crashes on sparse ids).
+* A resource missing from a zone counts as 0 there instead of disqualifying every set that
+  contains the zone, so a pod that also requests ``ephemeral-storage`` (published in no zone,
+  satisfied at host level) is scored instead of always getting 0.
+* Scores are clamped to 0..100 (the reference goes negative with more zones than maxNUMANodes).
+* The search is bounded: sizes whose score could only be 0 are not explored, and a size with more
+  than :data:`MAX_COMBINATIONS` sets (only possible beyond 16 zones) ends the search with "no fit".
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import struct
+from collections.abc import Sequence
+
+from rte.consumer.numaview import MISSING_DISTANCE, NumaView
+from rte.consumer.requests import Item, PreparedPod, Request
+from rte.model.quantity import Amount
+
+MAX_SCORE = 100
+MAX_COMBINATIONS = 1 << 16
+"""Largest number of zone sets examined for one size (every size of a 16-zone node fits)."""
+
+_F32 = struct.Struct("f")
+
+Combo = tuple[int, ...]
+Rows = dict[str, list[Amount]]
+
+
+def float32(value: float) -> float:
+    """Round a double to the nearest float32 (ties to even), as Go's float32 conversion does."""
+    return float(_F32.unpack(_F32.pack(value))[0])
+
+
+def average_distance(distances: Sequence[Sequence[int]], combo: Combo) -> float:
+    """The float32 mean distance over every ordered pair of the set, self pairs included."""
+    total = sum(distances[i][j] for i in combo for j in combo)
+    # float32(a) / float32(b) rounded to float32: dividing in double first is exact enough
+    # (53 >= 2 * 24 + 2 bits), so the result equals Go's float32 division.
+    return float32(float32(float(total)) / float32(float(len(combo) ** 2)))
+
+
+def combination_table(view: NumaView, size: int) -> tuple[float, tuple[tuple[Combo, float], ...]]:
+    """(minimum average distance, every set of ``size`` positions with its average), memoised."""
+    key = ("least-numa-combinations", size)
+    cached = view.memo.get(key)
+    if cached is None:
+        entries = tuple(
+            (combo, average_distance(view.distances, combo))
+            for combo in itertools.combinations(range(len(view.ids)), size)
+        )
+        minimum = min([float(MISSING_DISTANCE), *(d for _, d in entries)])
+        cached = (minimum, entries)
+        view.memo[key] = cached
+    return cached  # type: ignore[return-value]
+
+
+def normalize(count: int, is_min: bool, max_numa_nodes: int) -> int:
+    """The reference's normalisation, clamped to 0..100."""
+    step = MAX_SCORE // max_numa_nodes
+    score = MAX_SCORE - count * step + (step // 2 if is_min else 0)
+    return max(0, min(MAX_SCORE, score))
+
+
+def _widest_useful(max_numa_nodes: int, zones: int) -> int:
+    """The largest set size that can still score above 0."""
+    step = MAX_SCORE // max_numa_nodes
+    if step == 0:
+        return zones
+    return min(zones, (MAX_SCORE + step // 2 - 1) // step)
+
+
+def _constraints(req: Request, guaranteed: bool, view: NumaView) -> list[Item] | None:
+    """The items that must be covered by a set's sums; None when no set can ever fit."""
+    out = []
+    for item in req.nonzero:
+        if item.affine and not guaranteed:
+            continue  # shared pool: always suitable
+        if item.name not in view.resource_names:
+            if item.host_level:
+                continue  # satisfied at host level, no NUMA affinity
+            return None
+        out.append(item)
+    return out
+
+
+def _narrowest_possible(items: list[Item], rows: Rows, zones: int) -> int | None:
+    """A lower bound on the set size: for each item, the fewest largest zones that cover it."""
+    lower = 1
+    for item in items:
+        covered: Amount = 0
+        for used, available in enumerate(sorted(rows[item.name], reverse=True), start=1):
+            covered = covered + available
+            if covered >= item.amount:
+                lower = max(lower, used)
+                break
+        else:
+            return None
+    return min(lower, zones)
+
+
+def _fits(items: list[Item], rows: Rows, combo: Combo) -> bool:
+    for item in items:
+        row = rows[item.name]
+        total = row[combo[0]]
+        for position in combo[1:]:
+            total = total + row[position]
+        if total < item.amount:
+            return False
+    return True
+
+
+def numa_nodes_required(
+    view: NumaView, items: list[Item], rows: Rows, widest: int
+) -> tuple[Combo | None, bool]:
+    """The set the kubelet would pick for ``items`` and whether it has minimum distance."""
+    zones = len(view.ids)
+    narrowest = _narrowest_possible(items, rows, zones)
+    if narrowest is None:
+        return None, False
+    for size in range(narrowest, widest + 1):
+        if math.comb(zones, size) > MAX_COMBINATIONS:
+            return None, False
+        minimum, entries = combination_table(view, size)
+        best: Combo | None = None
+        best_distance = 256.0
+        for combo, distance in entries:
+            if not _fits(items, rows, combo):
+                continue
+            if distance == minimum:
+                return combo, True
+            if distance < best_distance:
+                best, best_distance = combo, distance
+        if best is not None:
+            return best, False
+    return None, False
+
+
+def _subtract(req: Request, rows: Rows, combo: Combo) -> None:
+    """Greedily consume each request from the chosen zones, lowest id first, clamping at 0."""
+    for item in req.nonzero:
+        row = rows.get(item.name)
+        if row is None:
+            continue
+        remaining: Amount = item.amount
+        for position in combo:
+            available = row[position]
+            if remaining >= available:
+                remaining = remaining - available
+                row[position] = 0
+            else:
+                row[position] = available - remaining
+                remaining = 0
+            if remaining == 0:
+                break
+
+
+def _working_rows(view: NumaView) -> Rows:
+    return {name: list(row) for name, row in view.available.items()}
+
+
+def _requests_numa_resource(req: Request, view: NumaView) -> bool:
+    names = view.resource_names
+    return any(item.name in names for item in req.items)
+
+
+def least_numa_score(prep: PreparedPod, view: NumaView) -> int:
+    """LeastNUMANodes score of a (Guaranteed) pod on a node, 0..100."""
+    max_numa = view.tm.max_numa_nodes
+    widest = _widest_useful(max_numa, len(view.ids))
+    guaranteed = prep.guaranteed
+    rows = _working_rows(view)
+    if view.tm.pod_scope:
+        req = prep.pod_request
+        if not _requests_numa_resource(req, view):
+            return MAX_SCORE
+        items = _constraints(req, guaranteed, view)
+        if items is None:
+            return 0
+        combo, is_min = numa_nodes_required(view, items, rows, widest)
+        return 0 if combo is None else normalize(len(combo), is_min, max_numa)
+    widest_seen = 0
+    all_min = True
+    for req in prep.init + prep.app:  # the order the Topology Manager asks for hints
+        if not _requests_numa_resource(req, view):
+            continue
+        items = _constraints(req, guaranteed, view)
+        if items is None:
+            return 0
+        combo, is_min = numa_nodes_required(view, items, rows, widest)
+        if combo is None:
+            return 0
+        widest_seen = max(widest_seen, len(combo))
+        all_min = all_min and is_min
+        _subtract(req, rows, combo)
+    if widest_seen == 0:
+        return MAX_SCORE
+    return normalize(widest_seen, all_min, max_numa)
