@@ -20,11 +20,15 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from rte.podres.v1 import api_pb2
+
+if TYPE_CHECKING:
+    from rte.host.machine import Machine
 
 GiB = 1024**3
 NIC = "example.com/nic"
@@ -206,3 +210,38 @@ def synthetic(
 def large_node(seed: int = 1) -> Scenario:
     """8 NUMA zones with sparse ids, 384 CPUs, 64 devices on 4 zones, 250 pods."""
     return synthetic(numa_ids=LARGE_NODE_NUMA_IDS, cpus=384, pods=250, devices=64, seed=seed)
+
+
+def machine_for(scenario: Scenario, *, distance_far: int = 21) -> Machine:
+    """A host matching ``scenario``: its zones and CPUs, MemTotal = allocatable memory + hugepages +
+    1 GiB (so reserved memory exists), two threads per core, local distance 10, ``distance_far``
+    elsewhere."""
+    from rte.host.machine import CpuInfo, Machine, NumaNode
+
+    hugepages_1g = scenario.zone_memory.get("hugepages-1Gi", 0) // GiB
+    nodes = []
+    cpus: dict[int, CpuInfo] = {}
+    for zone in scenario.numa_ids:
+        zone_cpus = scenario.zone_cpus[zone]
+        half = len(zone_cpus) // 2
+        for i, cpu in enumerate(zone_cpus):
+            sibling = zone_cpus[(i + half) % len(zone_cpus)]
+            cpus[cpu] = CpuInfo(
+                id=cpu,
+                numa_node=zone,
+                package_id=zone // 8,
+                core_id=i % half if half else 0,
+                thread_siblings=frozenset({cpu, sibling}),
+            )
+        nodes.append(
+            NumaNode(
+                id=zone,
+                cpus=frozenset(zone_cpus),
+                memory_total_bytes=scenario.zone_memory["memory"] + hugepages_1g * GiB + GiB,
+                hugepages={GiB: hugepages_1g},
+                free_hugepages={GiB: hugepages_1g},
+                distances={z: 10 if z == zone else distance_far for z in scenario.numa_ids},
+            )
+        )
+    ids = frozenset(scenario.numa_ids)
+    return Machine(nodes=tuple(nodes), cpus=dict(sorted(cpus.items())), online_nodes=ids, possible_nodes=ids)
