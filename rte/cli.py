@@ -59,15 +59,30 @@ def main() -> None:
 @click.option(
     "--check", "expected", default=None, help="Compare with this fingerprint; exit 1 if it differs."
 )
+@click.option(
+    "--podresources",
+    default=None,
+    help="Fingerprint what this kubelet lists (socket endpoint or scenario directory) instead of FILE.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["all", "with-exclusive-resources"]),
+    default="with-exclusive-resources",
+    show_default=True,
+    help="With --podresources: which pods count.",
+)
 @reports_errors
-def fingerprint_cmd(file: Any, trace: bool, node_name: str, expected: str | None) -> None:
+def fingerprint_cmd(
+    file: Any, trace: bool, node_name: str, expected: str | None, podresources: str | None, method: str
+) -> None:
     """Print the pod-set fingerprint of `NAMESPACE NAME` lines read from FILE (default stdin).
 
     Lines starting with `#` and lines with fewer than two fields are ignored.
     """
-    from rte.commands.fingerprint import fingerprint_lines
+    from rte.commands.fingerprint import fingerprint_pairs, kubelet_pods, read_pod_lines
 
-    fingerprint_lines(file, trace=trace, node_name=node_name, expected=expected)
+    pods = kubelet_pods(podresources, method=method) if podresources else read_pod_lines(file)
+    fingerprint_pairs(pods, trace=trace, node_name=node_name, expected=expected)
 
 
 @main.command("dump")

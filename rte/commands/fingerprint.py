@@ -1,4 +1,4 @@
-"""``rte fingerprint``: the pod-set fingerprint of a list of pods, like the reference ``pfp`` tool."""
+"""``rte fingerprint``: the pod-set fingerprint of a list of pods, or of what a kubelet lists."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from rte.errors import InputError
+from rte.errors import InputError, UnavailableError
 from rte.model import fingerprint as fp
 
 
 def parse_pod_lines(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """Yield ``(namespace, name)`` from ``NAMESPACE NAME`` lines.
+    """Yield ``(namespace, name)`` from ``NAMESPACE NAME`` lines, like the reference ``pfp`` tool.
 
     Comment lines (``#``) and lines with fewer than two whitespace-separated fields are skipped;
     fields after the second are ignored.
@@ -24,8 +24,8 @@ def parse_pod_lines(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
             yield fields[0], fields[1]
 
 
-def fingerprint_lines(
-    stream: TextIO,
+def fingerprint_pairs(
+    pods: Iterable[tuple[str, str]],
     *,
     trace: bool = False,
     node_name: str = "",
@@ -33,15 +33,17 @@ def fingerprint_lines(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> str:
-    """Fingerprint the pods listed in ``stream``; print it as the last stdout line."""
+    """Print the fingerprint of ``pods`` as the last stdout line; the trace JSON goes to stderr.
+
+    With ``expected``, a mismatch raises :class:`~rte.model.fingerprint.FingerprintMismatchError`
+    (exit status 1) and a malformed or incompatible value an :class:`InputError` (exit status 2),
+    after the computed value has been printed.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
     tracer = fp.TracingFingerprint(node_name=node_name)
-    try:
-        for namespace, name in parse_pod_lines(stream):
-            tracer.add(namespace, name)
-    except UnicodeDecodeError as e:
-        raise InputError(getattr(stream, "name", "input"), f"not UTF-8 text: {e.reason}") from e
+    for namespace, name in pods:
+        tracer.add(namespace, name)
     computed = tracer.sign()
     failure: fp.FingerprintError | None = None
     if expected is not None:
@@ -57,3 +59,28 @@ def fingerprint_lines(
     if failure is not None:  # malformed or incompatible: bad input, exit status 2
         raise InputError("--check", str(failure)) from failure
     return computed
+
+
+def read_pod_lines(stream: TextIO) -> list[tuple[str, str]]:
+    """The pods listed in ``stream``; undecodable text is an :class:`InputError`."""
+    try:
+        return list(parse_pod_lines(stream))
+    except UnicodeDecodeError as e:
+        raise InputError(getattr(stream, "name", "input"), f"not UTF-8 text: {e.reason}") from e
+
+
+def kubelet_pods(
+    endpoint: str, *, method: str, timeout: float = 5.0, err: TextIO | None = None
+) -> list[tuple[str, str]]:
+    """The pods a live kubelet (or a scenario directory) lists that ``method`` counts.
+
+    Without pod specs, ``with-exclusive-resources`` counts the pods the kubelet assigned
+    exclusive resources to (see :mod:`rte.agent.podset`).
+    """
+    from rte.agent.podset import fingerprint_pods
+    from rte.commands.dump import read_kubelet
+
+    kubelet = read_kubelet(endpoint, timeout=timeout, err=err or sys.stderr)
+    if kubelet is None:
+        raise UnavailableError(f"no kubelet podresources at {endpoint}")
+    return fingerprint_pods(kubelet.pods, method)
