@@ -282,6 +282,15 @@ def test_unknown_fields_are_pruned_with_a_warning_or_refused_when_strict(objects
     assert "strict decoding error" in status_of(err.value)["message"]
 
 
+def test_creating_with_a_resource_version_is_refused_like_the_storage_layer_does(objects: Any) -> None:
+    created = create(objects, example_nrt())
+    objects.delete_cluster_custom_object(GROUP, V2, PLURAL, "worker-1")
+    with pytest.raises(ApiException) as err:
+        create(objects, created)  # a re-create from a cached copy still carries its resourceVersion
+    assert err.value.status == 500
+    assert status_of(err.value)["message"] == "resourceVersion should not be set on objects to be created"
+
+
 def test_a_body_without_api_version_or_with_a_mismatched_name_is_400(objects: Any) -> None:
     body = example_nrt()
     del body["apiVersion"]

@@ -292,7 +292,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             self._chunk(b"")
             return
         watcher = plan.watcher
-        app._watch_opened(watcher, plan.bookmarks)
+        app._watch_opened(watcher)
         try:
             for type_, obj in plan.initial:
                 self._event(type_, app.rest.out(res, plan.version, obj))

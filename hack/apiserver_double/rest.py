@@ -350,7 +350,8 @@ class Rest:
         res = req.resource
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
-            raise ApiError(500, "resourceVersion should not be set on objects to be created")
+            # The storage layer's plain error: a 500 without a reason, also for an apply that creates.
+            raise ApiError(500, "resourceVersion should not be set on objects to be created", reason="")
         key = (meta.get("namespace", ""), meta["name"])
         if self.storage.get(res.plural, key) is not None:
             raise status.already_exists(res.plural, res.group, meta["name"])
@@ -507,8 +508,6 @@ class Rest:
             warnings: list[str] = []
             obj = self._admit(req, merged, warnings)
             if current is None:
-                if want_rv:
-                    raise self._missing(req)
                 return self._create(req, obj, warnings, managed=managed)
             return self._update(req, current, obj, warnings, managed=managed)
 

@@ -6,6 +6,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,11 +170,9 @@ class FakeApiServer:
 
     def wait_for_watches(self, count: int, timeout: float = 5.0) -> bool:
         """Wait until at least ``count`` watches are open (a client's watch is async to the test)."""
-        deadline = threading.Event()
-        waited = 0.0
-        while self.open_watches < count and waited < timeout:
-            deadline.wait(0.01)
-            waited += 0.01
+        deadline = time.monotonic() + timeout
+        while self.open_watches < count and time.monotonic() < deadline:
+            time.sleep(0.01)
         return self.open_watches >= count
 
     def send_bookmarks(self) -> int:
@@ -201,7 +200,7 @@ class FakeApiServer:
         """Forget the change history: resuming a watch from any older resourceVersion gets 410."""
         self.storage.compact()
 
-    def _watch_opened(self, watcher: Watcher, bookmarks: bool) -> None:
+    def _watch_opened(self, watcher: Watcher) -> None:
         with self._lock:
             self._watches.add(watcher)
 
@@ -274,21 +273,18 @@ class FakeApiServer:
         manifest["metadata"].pop("creationTimestamp", None)
         names = manifest["spec"]["names"]
         now = fmt_time(now_time())
+        approval = manifest["metadata"].get("annotations", {}).get("api-approved.kubernetes.io", "")
+        conditions = [
+            ("NamesAccepted", "NoConflicts", "no conflicts found"),
+            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            ("KubernetesAPIApprovalPolicyConformant", "ApprovedAnnotation", f"approved in {approval}"),
+        ]
         manifest["status"] = {
             "acceptedNames": names,
             "storedVersions": [self.crd.storage_version],
             "conditions": [
                 {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": now}
-                for t, r, m in (
-                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-                    (
-                        "KubernetesAPIApprovalPolicyConformant",
-                        "ApprovedAnnotation",
-                        "approved in "
-                        + str(manifest["metadata"]["annotations"].get("api-approved.kubernetes.io")),
-                    ),
-                )
+                for t, r, m in conditions
             ],
         }
         self.create_object(CRDS.plural, manifest)

@@ -55,15 +55,12 @@ class ApiError(Exception):
 def failure_status(
     code: int, message: str, *, reason: str | None = None, details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason if reason is not None else REASONS.get(code, ""),
-        "code": code,
-    }
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    body["message"] = message
+    reason = reason if reason is not None else REASONS.get(code, "")
+    if reason:  # omitted when empty, as Go's omitempty does
+        body["reason"] = reason
+    body["code"] = code
     if details is not None:
         body["details"] = details
     return body
