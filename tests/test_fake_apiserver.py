@@ -467,6 +467,17 @@ def test_delete_preconditions_and_dry_run_leave_the_object_alone(api: FakeApiSer
     assert api.nrt("worker-1") == created
 
 
+def test_a_bookmark_interval_sends_bookmarks_on_quiet_watches() -> None:
+    with FakeApiServer(bookmark_interval=0.1) as api, api.api_client() as api_client:
+        objects = client.CustomObjectsApi(api_client)
+        seen = Collector(
+            objects.list_cluster_custom_object, GROUP, V2, PLURAL,
+            allow_watch_bookmarks=True, timeout_seconds=5, stop_after=2,
+        )  # fmt: skip
+        seen.join()
+        assert seen.kinds == ["BOOKMARK", "BOOKMARK"]
+
+
 # -- patch flavours ---------------------------------------------------------------------------------
 
 
