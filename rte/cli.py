@@ -101,6 +101,11 @@ def fingerprint_cmd(
 )
 @click.option("--kubelet-config", default=None, help="Kubelet config file (YAML or /configz JSON).")
 @click.option(
+    "--kubelet-dir",
+    default=None,
+    help="Kubelet root dir; its memory_manager_state, when present, settles multi-NUMA memory blocks.",
+)
+@click.option(
     "--method",
     type=click.Choice(["all", "with-exclusive-resources"]),
     default="with-exclusive-resources",
@@ -114,6 +119,7 @@ def dump_cmd(
     output: str,
     podresources: str | None,
     kubelet_config: str | None,
+    kubelet_dir: str | None,
     method: str,
 ) -> None:
     """Print the NodeResourceTopology this node would publish (nothing is written)."""
@@ -125,6 +131,7 @@ def dump_cmd(
         output=output,
         podresources=podresources,
         kubelet_config=kubelet_config,
+        kubelet_dir=kubelet_dir,
         method=method,
     )
 

@@ -279,3 +279,30 @@ def test_memory_semantics_match_the_kubelets_node_status_on_the_r740xd() -> None
     allocatable_gap = memory.allocatable - parse_quantity(status["allocatable"]["memory"])
     assert capacity_gap == allocatable_gap == 12 * 1024
     assert _res(zones[0], "hugepages-2Mi").capacity == parse_quantity(status["capacity"]["hugepages-2Mi"])
+
+
+def test_the_memory_manager_checkpoint_settles_how_a_multi_numa_block_was_split() -> None:
+    from rte.host.kubelet_state import MemoryManagerState, MemoryTable, NumaMemoryState
+
+    alloc = AllocatableResources(
+        memory=(MemoryBlock("memory", 10 * GiB, (0,)), MemoryBlock("memory", 10 * GiB, (2,)))
+    )
+    pods = [_pod("wide", ContainerResources("c", memory=(MemoryBlock("memory", 12 * GiB, (0, 2)),)))]
+
+    def table(free: int) -> NumaMemoryState:
+        return NumaMemoryState(
+            number_of_assignments=1,
+            memory_map={"memory": MemoryTable(10 * GiB, 0, 10 * GiB, 10 * GiB - free, free)},
+            cells=(0, 2),
+        )
+
+    # the kubelet actually took 6 GiB from each node (it was allocated when both were empty,
+    # then a pod on node 0 left): podresources alone would guess 10 + 2
+    state = MemoryManagerState(
+        policy="static", machine_state={0: table(4 * GiB), 2: table(4 * GiB)}, containers={}, pods={}
+    )
+    guessed = account(_machine(), STATIC, alloc, pods)
+    settled = account(_machine(), STATIC, alloc, pods, memory_state=state)
+    assert [_res(z, "memory").available for z in guessed.zones] == [0, 8 * GiB]
+    assert [_res(z, "memory").available for z in settled.zones] == [4 * GiB, 4 * GiB]
+    assert {f.kind for f in settled.findings} == {"memory_state_differs"}

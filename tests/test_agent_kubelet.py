@@ -198,3 +198,17 @@ def test_the_static_scenario_matches_its_memory_manager_checkpoint() -> None:
         memory = zone.resource("memory")
         assert memory is not None
         assert (memory.allocatable, memory.available) == (table.allocatable, table.free)
+
+
+def test_dump_reads_the_memory_checkpoint_from_the_kubelet_dir(tmp_path: Path) -> None:
+    checkpoint = FIXTURES / "kubelet" / "state" / "memory_manager_state.SYNTHETIC.dell-r640-scenario.json"
+    (tmp_path / "memory_manager_state").write_bytes(checkpoint.read_bytes())
+    with_state, err = _dump_json(
+        "--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG),
+        "--kubelet-dir", str(tmp_path),
+    )  # fmt: skip
+    without, _ = _dump_json(
+        "--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG)
+    )
+    assert with_state == without  # the checkpoint agrees with podresources here
+    assert "memory_state_differs" not in err

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.quantity import Amount, QuantityFormat, format_quantity
 from rte.model.topology import Cost, ResourceInfo, Zone, zone_name
@@ -254,6 +255,7 @@ def _account_memory_bound(
     allocatable: AllocatableResources | None,
     pods: Sequence[PodResources],
     resources: set[str],
+    memory_state: MemoryManagerState | None,
 ) -> None:
     alloc: dict[tuple[int, str], int] = {}
     if allocatable is not None and allocatable.memory:
@@ -279,6 +281,35 @@ def _account_memory_bound(
                 ledger.note("unknown_memory_type", f"{what}: {block.memory_type} is not allocatable")
                 continue
             _spread(ledger, free, block, what)
+    if memory_state is not None:
+        _adopt_memory_state(ledger, memory_state, resources)
+
+
+def _adopt_memory_state(ledger: _Ledger, state: MemoryManagerState, resources: set[str]) -> None:
+    """Take the memory manager's own per-node ledger where it has one.
+
+    podresources cannot say how a block spanning several NUMA nodes was split; the kubelet's
+    checkpoint can. Its ``free`` is what the memory manager will hand out next, so it is the
+    available amount. A disagreement with what we derived from podresources is a finding.
+    """
+    if state.policy != "static":
+        return
+    for zone, numa in state.machine_state.items():
+        if zone not in ledger.zones:
+            ledger.note("unknown_numa_id", f"memory_manager_state names NUMA node {zone}")
+            continue
+        for res, table in numa.memory_map.items():
+            if res not in resources:
+                continue
+            amounts = ledger.at(zone, res)
+            derived = amounts.allocatable - amounts.used
+            if derived != table.free:
+                ledger.note(
+                    "memory_state_differs",
+                    f"{zone_name(zone)} {res}: podresources gives {derived} free,"
+                    f" the checkpoint {table.free}",
+                )
+            amounts.used = amounts.allocatable - table.free
 
 
 def _account_memory_pool(
@@ -363,8 +394,12 @@ def account(
     config: KubeletConfig | None = None,
     allocatable: AllocatableResources | None = None,
     pods: Sequence[PodResources] = (),
+    memory_state: MemoryManagerState | None = None,
 ) -> Accounting:
     """Compute every zone of ``machine``. ``config``/``allocatable`` None mean "not known".
+
+    ``memory_state``, the kubelet's memory manager checkpoint when readable, settles how blocks
+    that span several NUMA nodes were split (podresources cannot say).
 
     Without a config, the policies are inferred from what the kubelet reports: CPU ids in
     allocatable imply a static CPU manager, memory blocks a Static memory manager.
@@ -387,7 +422,7 @@ def account(
     else:
         _account_cpu_pool(ledger, machine, config)
     if memory_bound:
-        _account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources)
+        _account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources, memory_state)
     else:
         _account_memory_pool(ledger, machine, config, memory_resources)
     non_numa = _account_devices(ledger, allocatable, pods)

@@ -21,6 +21,7 @@ from rte.agent.podset import fingerprint_pods
 from rte.commands.render import render_table
 from rte.errors import NotSupportedError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
 from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
@@ -83,12 +84,13 @@ def compute(
     config: KubeletConfig | None,
     kubelet: KubeletData | None,
     method: str,
+    memory_state: MemoryManagerState | None = None,
 ) -> tuple[NodeTopology, Accounting]:
     allocatable = kubelet.allocatable if kubelet else None
     pods = kubelet.pods if kubelet else ()
     if kubelet is not None and allocatable is None:
         allocatable = AllocatableResources()  # reachable but old: still not "hardware only"
-    accounting = account(machine, config, allocatable, pods)
+    accounting = account(machine, config, allocatable, pods, memory_state if kubelet else None)
     counted = fingerprint_pods(pods, method) if kubelet is not None else []
     topology = build_topology(
         node_name,
@@ -100,6 +102,14 @@ def compute(
     return topology, accounting
 
 
+def read_memory_state(kubelet_dir: str | None) -> MemoryManagerState | None:
+    """The memory manager checkpoint under the kubelet root dir, when there is one."""
+    if not kubelet_dir:
+        return None
+    path = Path(kubelet_dir) / MEMORY_MANAGER_STATE
+    return load_memory_manager_state(path) if path.is_file() else None
+
+
 def dump(
     *,
     sysfs_root: str | None,
@@ -107,6 +117,7 @@ def dump(
     output: str,
     podresources: str | None = None,
     kubelet_config: str | None = None,
+    kubelet_dir: str | None = None,
     method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
     timeout: float = 2.0,
     out: TextIO | None = None,
@@ -124,7 +135,10 @@ def dump(
             " (allocatable = available = capacity)",
             file=err,
         )
-    topology, accounting = compute(machine, node_name or socket.gethostname(), config, kubelet, method)
+    memory_state = read_memory_state(kubelet_dir)
+    topology, accounting = compute(
+        machine, node_name or socket.gethostname(), config, kubelet, method, memory_state
+    )
     for finding in accounting.findings:
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
     if output == "json":
