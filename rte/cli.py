@@ -7,6 +7,7 @@ Heavy imports (gRPC, the Kubernetes client, YAML) happen inside the commands tha
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -35,7 +36,10 @@ def reports_errors(func: F) -> F:
             _fail(str(e), 2)
         except RteError as e:
             _fail(str(e), 1)
-        except OSError as e:  # e.g. stdout closed by `| head`; never a traceback
+        except BrokenPipeError:  # `rte dump | head`: the reader left; nothing to report
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        except OSError as e:  # never a traceback
             _fail(f"{e.filename or 'I/O'}: {e.strerror or e}", 1)
         return None
 
@@ -133,6 +137,30 @@ def dump_cmd(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=method,
+    )
+
+
+# `rte run`: one flag per setting, generated in rte/commands/run_options.py (click and settings only).
+from rte.commands.run_options import run_options, settings_flags  # noqa: E402
+
+
+@main.command("run")
+@run_options
+@reports_errors
+def run_cmd(config_file: str | None, once: bool, dump_config: bool, output: str, **options: Any) -> None:
+    """Run the node agent: publish this node's NodeResourceTopology and keep it current.
+
+    Settings come from defaults < --config FILE < RTE_* environment < flags (see --dump-config).
+    With --no-publish nothing is written: each new object is printed instead (no cluster needed).
+    """
+    from rte.commands.run import run
+
+    run(
+        config_file=config_file,
+        flags=settings_flags(options),
+        once=once,
+        dump_config=dump_config,
+        output=output,
     )
 
 
