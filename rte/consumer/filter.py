@@ -32,11 +32,12 @@ since nothing says the node lacks the resource. As in the scheduler framework, `
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
-from rte.consumer.numaview import NumaView
+from rte.consumer.numaview import MAX_NUMA_ID, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import KIND_SIDECAR, Item, PreparedPod, Request, as_prepared
 from rte.model.pod import Pod
 from rte.model.quantity import Amount, quantity_text
@@ -48,9 +49,8 @@ REASON_POD = "cannot align pod"
 REASON_INVALID_TOPOLOGY = "invalid node topology data"
 REASON_INCONSISTENT = "inconsistent resource accounting"
 
-# The scheduler framework's NodeInfo always carries these, even at 0.
-_ALWAYS_ALLOCATABLE = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 _UNCONSTRAINED = -1  # every bit set: no request narrowed the choice of zone
+_FITS_ZONE = tuple(f"fits NUMA zone {i}" for i in range(MAX_NUMA_ID + 1))
 
 
 class FilterCode(Enum):
@@ -61,8 +61,7 @@ class FilterCode(Enum):
     ERROR = "Error"
 
 
-@dataclass(frozen=True, slots=True)
-class FilterResult:
+class FilterResult(NamedTuple):
     """Filter's verdict for one pod on one node."""
 
     code: FilterCode
@@ -79,43 +78,35 @@ class FilterResult:
         return self.code is FilterCode.SUCCESS
 
 
-def _passes(reason: str) -> FilterResult:
-    return FilterResult(FilterCode.SUCCESS, reason)
-
-
 class _Misfit(Exception):
     """Internal: a request cannot be aligned (carries the human-readable detail)."""
 
 
 def _fit_mask(
     items: tuple[Item, ...],
-    rows: Mapping[str, tuple[tuple[int, Amount], ...]],
+    thresholds: Mapping[str, Thresholds],
     present: Mapping[str, int],
     guaranteed: bool,
     allocatable: Collection[str] | None,
 ) -> int:
     """Bitmask (over view positions) of the zones where every item fits; raises _Misfit if none."""
     mask = _UNCONSTRAINED
-    for item in items:
-        name = item.name
-        if allocatable is not None and name not in allocatable and name not in _ALWAYS_ALLOCATABLE:
+    for name, amount, _, affine, host_level, always_allocatable in items:
+        if allocatable is not None and not always_allocatable and name not in allocatable:
             raise _Misfit(f"{name} is not allocatable on the node")
-        row = rows.get(name)
-        if row is None:  # listed by no zone
-            if item.host_level:
+        index = thresholds.get(name)
+        if index is None:  # listed by no zone
+            if host_level:
                 continue
             raise _Misfit(f"{name} is published in no NUMA zone")
-        if item.affine and not guaranteed:
-            bits = present[name]  # shared pool: being listed is enough
+        if affine and not guaranteed:
+            mask &= present[name]  # shared pool: being listed is enough
         else:
-            bits = 0
-            amount = item.amount
-            for bit, available in row:
-                if available >= amount:
-                    bits |= bit
-        mask &= bits
+            values, masks = index
+            i = bisect_left(values, amount)
+            mask &= masks[i] if i < len(masks) else 0
         if not mask:
-            raise _Misfit(f"{name}={quantity_text(item.amount)} fits in no single NUMA zone with the rest")
+            raise _Misfit(f"{name}={quantity_text(amount)} fits in no single NUMA zone with the rest")
     return mask
 
 
@@ -123,91 +114,134 @@ def _lowest(mask: int) -> int | None:
     return None if mask == _UNCONSTRAINED else (mask & -mask).bit_length() - 1
 
 
-def _subtract(
-    rows: dict[str, tuple[tuple[int, Amount], ...]], request: Request, position: int, guaranteed: bool
-) -> None:
-    """Take ``request`` from the zone at ``position`` in the working rows (in place)."""
-    bit = 1 << position
-    for item in request.nonzero:
-        if item.affine and not guaranteed:
-            continue  # shared-pool cpu/memory: nothing exclusive to take
-        row = rows.get(item.name)
-        if row is None:
-            continue
-        new_row = []
-        for b, available in row:
-            if b == bit:
-                available = available - item.amount
-                if available < 0:
-                    raise ValueError(f"{item.name} would go negative in the chosen zone")
-            new_row.append((b, available))
-        rows[item.name] = tuple(new_row)
+class _Zones:
+    """Container scope's working availability: the view's, copied on the first subtraction."""
+
+    def __init__(self, view: NumaView) -> None:
+        self.view = view
+        self.thresholds: Mapping[str, Thresholds] = view.thresholds
+        self._rows: dict[str, list[Amount]] = {}
+        self._owned: dict[str, Thresholds] | None = None
+
+    def subtract(self, request: Request, position: int, guaranteed: bool) -> None:
+        """Take ``request`` from the zone at ``position``; ValueError if it would go negative."""
+        present = self.view.present
+        for name, amount, _, affine, _, _ in request.nonzero:
+            if affine and not guaranteed:
+                continue  # shared-pool cpu/memory: nothing exclusive to take
+            mask = present.get(name, 0)
+            if not mask >> position & 1:
+                continue  # the zone does not list it
+            row = self._rows.get(name)
+            if row is None:
+                row = self._rows[name] = list(self.view.available[name])
+            left = row[position] - amount
+            if left < 0:
+                raise ValueError(f"{name} would go negative in NUMA zone {self.view.ids[position]}")
+            row[position] = left
+            if self._owned is None:
+                self.thresholds = self._owned = dict(self.view.thresholds)
+            self._owned[name] = make_thresholds(row, mask)
 
 
 def _container_scope(prep: PreparedPod, view: NumaView, allocatable: Collection[str] | None) -> FilterResult:
     guaranteed = prep.guaranteed
     present = view.present
-    rows: dict[str, tuple[tuple[int, Amount], ...]] = dict(view.fit_rows)
+    ids = view.ids
+    zones: _Zones | None = None  # created on the first subtraction only
     placed: list[tuple[str, int | None]] = []
     accurate = prep.kubelet_accurate_sidecars
     for req in prep.init:
         try:
-            mask = _fit_mask(req.nonzero, rows, present, guaranteed, allocatable)
+            mask = _fit_mask(
+                req.nonzero, zones.thresholds if zones else view.thresholds, present, guaranteed, allocatable
+            )
         except _Misfit as e:
             base = REASON_SIDECAR_CONTAINER if req.kind == KIND_SIDECAR else REASON_INIT_CONTAINER
             return FilterResult(FilterCode.UNSCHEDULABLE, f'{base} "{req.name}": {e}')
         if accurate and req.kind == KIND_SIDECAR:
-            failure = _place(rows, req, mask, view, guaranteed, placed)
+            zones = zones or _Zones(view)
+            failure = _place(zones, req, mask, guaranteed, placed, subtract=True)
             if failure is not None:
                 return failure
+    last = prep.app[-1] if prep.app else None
     for req in prep.app:
         try:
-            mask = _fit_mask(req.nonzero, rows, present, guaranteed, allocatable)
+            mask = _fit_mask(
+                req.nonzero, zones.thresholds if zones else view.thresholds, present, guaranteed, allocatable
+            )
         except _Misfit as e:
             return FilterResult(FilterCode.UNSCHEDULABLE, f'{REASON_CONTAINER} "{req.name}": {e}')
-        failure = _place(rows, req, mask, view, guaranteed, placed)
+        if req is last:  # nothing is checked after the last app container: no subtraction
+            placed.append(
+                (req.name, None if mask == _UNCONSTRAINED else ids[(mask & -mask).bit_length() - 1])
+            )
+            break
+        zones = zones or _Zones(view)
+        failure = _place(zones, req, mask, guaranteed, placed, subtract=True)
         if failure is not None:
             return failure
-    zones = {z for _, z in placed if z is not None}
-    numa_id = zones.pop() if len(zones) == 1 else None
-    where = f"NUMA zone {numa_id}" if numa_id is not None else "NUMA zones " + _describe(placed)
-    return FilterResult(FilterCode.SUCCESS, f"fits {where}", numa_id, tuple(placed))
+    return _success(prep, tuple(placed))
+
+
+def _success(prep: PreparedPod, placed: tuple[tuple[str, int | None], ...]) -> FilterResult:
+    """The (immutable, so shareable) success result for a placement, cached on the pod."""
+    key = ("placed", placed)
+    cached = prep.memo.get(key)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    used = {z for _, z in placed if z is not None}
+    if len(used) == 1:
+        numa_id = used.pop()
+        result = FilterResult(FilterCode.SUCCESS, _FITS_ZONE[numa_id], numa_id, placed)
+    elif not used:
+        result = FilterResult(FilterCode.SUCCESS, "fits: no request needs NUMA alignment", None, placed)
+    else:
+        where = ", ".join(f"{name}={'any' if z is None else z}" for name, z in placed)
+        result = FilterResult(FilterCode.SUCCESS, f"fits NUMA zones {where}", None, placed)
+    prep.memo[key] = result
+    return result
 
 
 def _place(
-    rows: dict[str, tuple[tuple[int, Amount], ...]],
+    zones: _Zones,
     req: Request,
     mask: int,
-    view: NumaView,
     guaranteed: bool,
     placed: list[tuple[str, int | None]],
+    *,
+    subtract: bool,
 ) -> FilterResult | None:
     position = _lowest(mask)
     if position is None:
         placed.append((req.name, None))
         return None
-    try:
-        _subtract(rows, req, position, guaranteed)
-    except ValueError as e:  # cannot happen after a successful fit; kept as the reference's guard
-        return FilterResult(FilterCode.ERROR, f"{REASON_INCONSISTENT}: {e}")
-    placed.append((req.name, view.ids[position]))
+    if subtract:
+        try:
+            zones.subtract(req, position, guaranteed)
+        except ValueError as e:  # cannot happen after a successful fit; the reference's guard
+            return FilterResult(FilterCode.ERROR, f"{REASON_INCONSISTENT}: {e}")
+    placed.append((req.name, zones.view.ids[position]))
     return None
-
-
-def _describe(placed: list[tuple[str, int | None]]) -> str:
-    return ", ".join(f"{name}={'any' if z is None else z}" for name, z in placed) or "(none needed)"
 
 
 def _pod_scope(prep: PreparedPod, view: NumaView, allocatable: Collection[str] | None) -> FilterResult:
     try:
-        mask = _fit_mask(prep.pod_request.nonzero, view.fit_rows, view.present, prep.guaranteed, allocatable)
+        mask = _fit_mask(
+            prep.pod_request.nonzero, view.thresholds, view.present, prep.guaranteed, allocatable
+        )
     except _Misfit as e:
         return FilterResult(FilterCode.UNSCHEDULABLE, f"{REASON_POD}: {e}")
     position = _lowest(mask)
     if position is None:
         return FilterResult(FilterCode.SUCCESS, "fits: no request needs NUMA alignment")
     numa_id = view.ids[position]
-    return FilterResult(FilterCode.SUCCESS, f"fits NUMA zone {numa_id}", numa_id)
+    return FilterResult(FilterCode.SUCCESS, _FITS_ZONE[numa_id], numa_id)
+
+
+_BEST_EFFORT = FilterResult(FilterCode.SUCCESS, "BestEffort pod without devices: nothing to align")
+_STALE = FilterResult(FilterCode.UNSCHEDULABLE, REASON_INVALID_TOPOLOGY)
+_NO_NRT = FilterResult(FilterCode.SUCCESS, "node publishes no NodeResourceTopology")
 
 
 def filter_node(
@@ -223,15 +257,16 @@ def filter_node(
     ``node_allocatable`` the names in the Node's ``status.allocatable`` (a mapping works), or
     None when the Node object is unknown; ``fresh=False`` says the cache distrusts the view.
     """
-    prep = as_prepared(pod)
+    prep = pod if isinstance(pod, PreparedPod) else as_prepared(pod)
     if prep.best_effort and not prep.requests_non_native:
-        return _passes("BestEffort pod without devices: nothing to align")
+        return _BEST_EFFORT
     if not fresh:
-        return FilterResult(FilterCode.UNSCHEDULABLE, REASON_INVALID_TOPOLOGY)
+        return _STALE
     if view is None:
-        return _passes("node publishes no NodeResourceTopology")
-    if not view.tm.single_numa_node:
-        return _passes(f"topology manager policy {view.tm.policy}: not filtered")
-    if view.tm.pod_scope:
+        return _NO_NRT
+    tm = view.tm
+    if not tm.single_numa_node:
+        return FilterResult(FilterCode.SUCCESS, f"topology manager policy {tm.policy}: not filtered")
+    if tm.pod_scope:
         return _pod_scope(prep, view, node_allocatable)
     return _container_scope(prep, view, node_allocatable)

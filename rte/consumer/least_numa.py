@@ -28,9 +28,9 @@ from __future__ import annotations
 import itertools
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from rte.consumer.numaview import MISSING_DISTANCE, NumaView
+from rte.consumer.numaview import MISSING_DISTANCE, NumaView, Thresholds, make_thresholds, zones_with_at_least
 from rte.consumer.requests import Item, PreparedPod, Request
 from rte.model.quantity import Amount
 
@@ -41,7 +41,6 @@ MAX_COMBINATIONS = 1 << 16
 _F32 = struct.Struct("f")
 
 Combo = tuple[int, ...]
-Rows = dict[str, list[Amount]]
 
 
 def float32(value: float) -> float:
@@ -101,22 +100,65 @@ def _constraints(req: Request, guaranteed: bool, view: NumaView) -> list[Item] |
     return out
 
 
-def _narrowest_possible(items: list[Item], rows: Rows, zones: int) -> int | None:
+class _Zones:
+    """Working availability for one pod: the view's rows, copied on the first subtraction."""
+
+    def __init__(self, view: NumaView) -> None:
+        self.view = view
+        self.rows: Mapping[str, Sequence[Amount]] = view.available
+        self.thresholds: Mapping[str, Thresholds] = view.thresholds
+        self._rows: dict[str, list[Amount]] | None = None
+        self._thresholds: dict[str, Thresholds] = {}
+
+    def single_zone_mask(self, items: list[Item]) -> int:
+        """Positions where one zone alone covers every item."""
+        mask = -1
+        for item in items:
+            mask &= zones_with_at_least(self.thresholds[item.name], item.amount)
+            if not mask:
+                break
+        return mask
+
+    def subtract(self, req: Request, combo: Combo) -> None:
+        """Greedily consume each request from the chosen zones, lowest id first, clamping at 0."""
+        if self._rows is None:
+            self._rows = {name: list(row) for name, row in self.view.available.items()}
+            self.rows = self._rows
+            self.thresholds = self._thresholds = dict(self.view.thresholds)
+        for item in req.nonzero:
+            row = self._rows.get(item.name)
+            if row is None:
+                continue
+            remaining: Amount = item.amount
+            for position in combo:
+                available = row[position]
+                if remaining >= available:
+                    remaining = remaining - available
+                    row[position] = 0
+                else:
+                    row[position] = available - remaining
+                    remaining = 0
+                if remaining == 0:
+                    break
+            self._thresholds[item.name] = make_thresholds(row, self.view.present[item.name])
+
+
+def _narrowest_possible(items: list[Item], zones: _Zones) -> int | None:
     """A lower bound on the set size: for each item, the fewest largest zones that cover it."""
     lower = 1
     for item in items:
         covered: Amount = 0
-        for used, available in enumerate(sorted(rows[item.name], reverse=True), start=1):
+        for used, available in enumerate(sorted(zones.rows[item.name], reverse=True), start=1):
             covered = covered + available
             if covered >= item.amount:
                 lower = max(lower, used)
                 break
         else:
             return None
-    return min(lower, zones)
+    return lower
 
 
-def _fits(items: list[Item], rows: Rows, combo: Combo) -> bool:
+def _fits(items: list[Item], rows: Mapping[str, Sequence[Amount]], combo: Combo) -> bool:
     for item in items:
         row = rows[item.name]
         total = row[combo[0]]
@@ -127,53 +169,43 @@ def _fits(items: list[Item], rows: Rows, combo: Combo) -> bool:
     return True
 
 
+def _pick(
+    entries: tuple[tuple[Combo, float], ...], minimum: float, fits: Callable[[Combo], bool]
+) -> tuple[Combo | None, bool]:
+    """The first fitting set at minimum distance, else the fitting set with the smallest distance."""
+    best: Combo | None = None
+    best_distance = 256.0  # the reference's starting point: sets averaging more are never picked
+    for combo, distance in entries:
+        if not fits(combo):
+            continue
+        if distance == minimum:
+            return combo, True
+        if distance < best_distance:
+            best, best_distance = combo, distance
+    return best, False
+
+
 def numa_nodes_required(
-    view: NumaView, items: list[Item], rows: Rows, widest: int
+    view: NumaView, items: list[Item], zones: _Zones, widest: int
 ) -> tuple[Combo | None, bool]:
     """The set the kubelet would pick for ``items`` and whether it has minimum distance."""
-    zones = len(view.ids)
-    narrowest = _narrowest_possible(items, rows, zones)
+    count = len(view.ids)
+    single = zones.single_zone_mask(items)
+    if single:
+        minimum, entries = combination_table(view, 1)
+        return _pick(entries, minimum, lambda combo: bool(single >> combo[0] & 1))
+    narrowest = _narrowest_possible(items, zones)
     if narrowest is None:
         return None, False
-    for size in range(narrowest, widest + 1):
-        if math.comb(zones, size) > MAX_COMBINATIONS:
+    rows = zones.rows
+    for size in range(max(narrowest, 2), widest + 1):
+        if math.comb(count, size) > MAX_COMBINATIONS:
             return None, False
         minimum, entries = combination_table(view, size)
-        best: Combo | None = None
-        best_distance = 256.0
-        for combo, distance in entries:
-            if not _fits(items, rows, combo):
-                continue
-            if distance == minimum:
-                return combo, True
-            if distance < best_distance:
-                best, best_distance = combo, distance
-        if best is not None:
-            return best, False
+        combo, is_min = _pick(entries, minimum, lambda combo: _fits(items, rows, combo))
+        if combo is not None:
+            return combo, is_min
     return None, False
-
-
-def _subtract(req: Request, rows: Rows, combo: Combo) -> None:
-    """Greedily consume each request from the chosen zones, lowest id first, clamping at 0."""
-    for item in req.nonzero:
-        row = rows.get(item.name)
-        if row is None:
-            continue
-        remaining: Amount = item.amount
-        for position in combo:
-            available = row[position]
-            if remaining >= available:
-                remaining = remaining - available
-                row[position] = 0
-            else:
-                row[position] = available - remaining
-                remaining = 0
-            if remaining == 0:
-                break
-
-
-def _working_rows(view: NumaView) -> Rows:
-    return {name: list(row) for name, row in view.available.items()}
 
 
 def _requests_numa_resource(req: Request, view: NumaView) -> bool:
@@ -186,7 +218,7 @@ def least_numa_score(prep: PreparedPod, view: NumaView) -> int:
     max_numa = view.tm.max_numa_nodes
     widest = _widest_useful(max_numa, len(view.ids))
     guaranteed = prep.guaranteed
-    rows = _working_rows(view)
+    zones = _Zones(view)
     if view.tm.pod_scope:
         req = prep.pod_request
         if not _requests_numa_resource(req, view):
@@ -194,22 +226,25 @@ def least_numa_score(prep: PreparedPod, view: NumaView) -> int:
         items = _constraints(req, guaranteed, view)
         if items is None:
             return 0
-        combo, is_min = numa_nodes_required(view, items, rows, widest)
+        combo, is_min = numa_nodes_required(view, items, zones, widest)
         return 0 if combo is None else normalize(len(combo), is_min, max_numa)
     widest_seen = 0
     all_min = True
-    for req in prep.init + prep.app:  # the order the Topology Manager asks for hints
+    requests = prep.init + prep.app  # the order the Topology Manager asks for hints
+    last = len(requests) - 1
+    for index, req in enumerate(requests):
         if not _requests_numa_resource(req, view):
             continue
         items = _constraints(req, guaranteed, view)
         if items is None:
             return 0
-        combo, is_min = numa_nodes_required(view, items, rows, widest)
+        combo, is_min = numa_nodes_required(view, items, zones, widest)
         if combo is None:
             return 0
         widest_seen = max(widest_seen, len(combo))
         all_min = all_min and is_min
-        _subtract(req, rows, combo)
+        if index != last:  # nothing reads the zones after the last container
+            zones.subtract(req, combo)
     if widest_seen == 0:
         return MAX_SCORE
     return normalize(widest_seen, all_min, max_numa)

@@ -20,7 +20,8 @@ What a view holds, and the rules that differ from the reference on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
@@ -31,6 +32,28 @@ MAX_NUMA_ID = 63
 """The highest NUMA id the kubelet's 64-bit Topology Manager mask can express."""
 MISSING_DISTANCE = 255
 """SLIT's "unknown / unreachable"; used where a zone publishes no cost toward another."""
+
+Thresholds = tuple[tuple[Amount, ...], tuple[int, ...]]
+"""Ascending distinct-or-not availabilities, and for each the mask of zones holding at least it."""
+
+
+def make_thresholds(row: Sequence[Amount], mask: int) -> Thresholds:
+    """Index ``row`` (available per position) over the positions set in ``mask``."""
+    pairs = sorted((row[i], 1 << i) for i in range(len(row)) if mask >> i & 1)
+    masks = []
+    acc = 0
+    for _, bit in reversed(pairs):
+        acc |= bit
+        masks.append(acc)
+    masks.reverse()
+    return tuple(a for a, _ in pairs), tuple(masks)
+
+
+def zones_with_at_least(thresholds: Thresholds, amount: Amount) -> int:
+    """The mask of zones whose available is ``>= amount`` (exact comparison), in O(log n)."""
+    values, masks = thresholds
+    i = bisect_left(values, amount)
+    return masks[i] if i < len(masks) else 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -55,8 +78,9 @@ class NumaView:
     """Per resource: ``Quantity.Value()`` (rounded up) of :attr:`available`."""
     present: Mapping[str, int] = field(init=False)
     """Per resource: bit ``i`` set when zone ``ids[i]`` lists it."""
-    fit_rows: Mapping[str, tuple[tuple[int, Amount], ...]] = field(init=False)
-    """Per resource: ``(1 << i, available)`` for the zones that list it."""
+    thresholds: Mapping[str, Thresholds] = field(init=False)
+    """Per resource: the zones holding at least a given amount, answered by bisection
+    (see :func:`zones_with_at_least`); only zones listing the resource take part."""
     resource_names: frozenset[str] = field(init=False)
     """Every resource name listed by some usable zone."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
@@ -69,17 +93,17 @@ class NumaView:
         available: dict[str, tuple[Amount, ...]] = {}
         ceil_available: dict[str, tuple[int, ...]] = {}
         present: dict[str, int] = {}
-        fit_rows: dict[str, tuple[tuple[int, Amount], ...]] = {}
+        thresholds: dict[str, Thresholds] = {}
         for r in names:
             row = tuple(zone.get(r, 0) for zone in self.zone_available)
             available[r] = row
             ceil_available[r] = tuple(ceil_value(a) for a in row)
-            present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
-            fit_rows[r] = tuple((1 << i, row[i]) for i in range(n) if r in self.zone_available[i])
+            present[r] = mask = sum(1 << i for i in range(n) if r in self.zone_available[i])
+            thresholds[r] = make_thresholds(row, mask)
         object.__setattr__(self, "available", available)
         object.__setattr__(self, "ceil_available", ceil_available)
         object.__setattr__(self, "present", present)
-        object.__setattr__(self, "fit_rows", fit_rows)
+        object.__setattr__(self, "thresholds", thresholds)
         object.__setattr__(self, "resource_names", frozenset(names))
 
     def zone(self, numa_id: int) -> Mapping[str, Amount] | None:

@@ -8,7 +8,7 @@ rounded-up values) is computed here once and reused for every node.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from rte.model.exclusive import is_native_resource, is_numa_affine
@@ -30,6 +30,8 @@ KIND_POD = "pod"
 # Resources that may have no NUMA affinity at all: generic storage and every non-native
 # (device plugin, extended) resource. Absent from every zone, they are satisfied at host level.
 _HOST_LEVEL_NATIVE = frozenset({"ephemeral-storage", "storage"})
+# The scheduler framework's NodeInfo always carries these in its allocatable, even at 0.
+ALWAYS_ALLOCATABLE = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 
 def is_host_level(name: str) -> bool:
@@ -47,6 +49,8 @@ class Item(NamedTuple):
     affine: bool
     """cpu, memory or hugepages: aligned through the CPU and Memory managers."""
     host_level: bool
+    always_allocatable: bool
+    """Counts as present in any node's allocatable (see :data:`ALWAYS_ALLOCATABLE`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,7 @@ class Request:
 
 def make_request(name: str, kind: str, requests: Mapping[str, Amount]) -> Request:
     items = tuple(
-        Item(res, qty, ceil_value(qty), is_numa_affine(res), is_host_level(res))
+        Item(res, qty, ceil_value(qty), is_numa_affine(res), is_host_level(res), res in ALWAYS_ALLOCATABLE)
         for res, qty in sorted(requests.items())
     )
     return Request(name, kind, items, tuple(i for i in items if i.amount != 0))
@@ -83,6 +87,8 @@ class PreparedPod:
     kubelet_accurate_sidecars: bool
     requests_non_native: bool
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
 
     @property
     def guaranteed(self) -> bool:

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from rte.consumer.least_numa import least_numa_score
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
 from rte.errors import ConfigError
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 
 MAX_SCORE = 100
 MIN_SCORE = 0
@@ -66,28 +68,70 @@ class ScoringStrategy:
 DEFAULT_STRATEGY = ScoringStrategy()
 
 
-def _allocated_zone_scores(req: Request, view: NumaView, strategy: ScoringStrategy, most: bool) -> list[int]:
-    zones = len(view.ids)
-    totals = [0] * zones
-    weight_sum = 0
-    for item in req.items:
-        weight = strategy.weight(item.name)
-        weight_sum += weight
-        row = view.available.get(item.name)
+Weighted = tuple[tuple[tuple[str, Amount, int, int], ...], int]
+"""(name, amount, rounded-up amount, weight) per requested resource, and the weight sum."""
+
+
+class _Plan(NamedTuple):
+    """What one strategy needs from one pod, derived once per (pod, strategy)."""
+
+    strategy: ScoringStrategy
+    pod: Weighted | None
+    """The pod-scope request (None when it requests nothing)."""
+    containers: tuple[tuple[Request, Weighted], ...]
+    """Init then app containers that request something (empty requests are left out)."""
+
+
+def _weigh(req: Request, strategy: ScoringStrategy) -> Weighted:
+    items = tuple((i.name, i.amount, i.ceil, strategy.weight(i.name)) for i in req.items)
+    return items, sum(w for *_, w in items)
+
+
+def _plan(prep: PreparedPod, strategy: ScoringStrategy) -> _Plan:
+    # Keyed by id; the entry holds the strategy, so the id cannot be recycled while cached.
+    key = id(strategy)
+    plan = prep.memo.get(key)
+    if isinstance(plan, _Plan) and plan.strategy is strategy:
+        return plan
+    plan = _Plan(
+        strategy,
+        _weigh(prep.pod_request, strategy) if prep.pod_request.items else None,
+        tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items),
+    )
+    prep.memo[key] = plan
+    return plan
+
+
+def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
+    """Most/LeastAllocated: the smallest non-zero zone score (0 when no zone scores)."""
+    items, weight_sum = weighted
+    available, ceil_available = view.available, view.ceil_available
+    totals: list[int] | None = None
+    # Per resource, one flat comprehension over the zones (this is the hot loop): a zone with
+    # nothing, or less than requested, scores 0 for the resource. Scores add up per zone.
+    for name, amount, ceil_amount, weight in items:
+        row = available.get(name)
         if row is None:
-            continue  # no zone has it: every zone scores 0 for this resource
-        ceil_row = view.ceil_available[item.name]
-        amount, ceil_amount = item.amount, item.ceil
-        for i in range(zones):
-            available = row[i]
-            if available == 0 or amount > available:
-                continue
-            ceil_available = ceil_row[i]
-            if most:
-                totals[i] += ceil_amount * MAX_SCORE // ceil_available * weight
-            else:
-                totals[i] += (ceil_available - ceil_amount) * MAX_SCORE // ceil_available * weight
-    return [total // weight_sum for total in totals]
+            continue  # no zone lists it: every zone scores 0 for this resource
+        crow = ceil_available[name]
+        if most:
+            top = ceil_amount * MAX_SCORE
+            column = [top // c if a and amount <= a else 0 for a, c in zip(row, crow, strict=True)]
+        else:
+            column = [
+                (c - ceil_amount) * MAX_SCORE // c if a and amount <= a else 0
+                for a, c in zip(row, crow, strict=True)
+            ]
+        if weight != 1:
+            column = [x * weight for x in column]
+        totals = column if totals is None else [t + x for t, x in zip(totals, column, strict=True)]
+    if totals is None:
+        return 0
+    scores = totals if weight_sum == 1 else [t // weight_sum for t in totals]
+    lowest = min(scores)
+    if lowest:
+        return lowest
+    return min([x for x in scores if x], default=0)
 
 
 def sample_variance(values: list[float]) -> float:
@@ -108,35 +152,25 @@ def sample_variance(values: list[float]) -> float:
     return (squares - compensation * compensation / count) / (count - 1)
 
 
-def _balanced_zone_scores(req: Request, view: NumaView) -> list[int]:
+def _balanced_score(req: Request, view: NumaView) -> int:
+    """BalancedAllocation: the smallest non-zero zone score (0 when no zone scores)."""
     zones = len(view.ids)
-    fractions: list[list[float]] = [[] for _ in range(zones)]
-    over = [False] * zones
+    columns = []
     for item in req.items:
         ceil_row = view.ceil_available.get(item.name)
         requested = float(item.ceil)
-        for i in range(zones):
-            available = ceil_row[i] if ceil_row is not None else 0
-            fraction = 1.0 if available == 0 else requested / float(available)
-            if fraction > 1:
-                over[i] = True
-            fractions[i].append(fraction)
-    scores = []
-    for i in range(zones):
-        if over[i]:
-            scores.append(0)
+        if ceil_row is None:
+            columns.append([1.0] * zones)  # available 0 counts as fully used
         else:
-            scores.append(int((1 - sample_variance(fractions[i])) * MAX_SCORE))
-    return scores
-
-
-def _request_score(req: Request, view: NumaView, strategy: ScoringStrategy) -> int:
-    """The smallest non-zero zone score (0 when no zone scores)."""
-    if strategy.type == BALANCED_ALLOCATION:
-        zone_scores = _balanced_zone_scores(req, view)
-    else:
-        zone_scores = _allocated_zone_scores(req, view, strategy, strategy.type == MOST_ALLOCATED)
-    return min((s for s in zone_scores if s), default=0)
+            columns.append([requested / float(c) if c else 1.0 for c in ceil_row])
+    best = 0
+    for fractions in zip(*columns, strict=True):
+        if max(fractions) > 1:
+            continue  # the zone cannot hold the request: score 0
+        score = int((1 - sample_variance(list(fractions))) * MAX_SCORE)
+        if score and (not best or score < best):
+            best = score
+    return best
 
 
 def _clamp(score: int) -> int:
@@ -151,20 +185,33 @@ def score_node(
     fresh: bool = True,
 ) -> int:
     """Score one pod on one node (0..100). ``view`` None: the node has no NRT."""
-    prep = as_prepared(pod)
+    prep = pod if isinstance(pod, PreparedPod) else as_prepared(pod)
     if not prep.guaranteed:
         return MAX_SCORE
     if not fresh or view is None:
         return MIN_SCORE
     if strategy.type == LEAST_NUMA_NODES:
         return _clamp(least_numa_score(prep, view))
-    if not view.tm.single_numa_node:
+    tm = view.tm
+    if not tm.single_numa_node:
         return MIN_SCORE
-    if view.tm.pod_scope:
-        if not prep.pod_request.items:
+    plan = _plan(prep, strategy)
+    kind = strategy.type
+    if tm.pod_scope:
+        if plan.pod is None:
             return MAX_SCORE
-        return _clamp(_request_score(prep.pod_request, view, strategy))
-    scores = [_request_score(req, view, strategy) for req in prep.init + prep.app if req.items]
-    if not scores:
+        if kind == BALANCED_ALLOCATION:
+            return _clamp(_balanced_score(prep.pod_request, view))
+        return _clamp(_allocated_score(plan.pod, view, kind == MOST_ALLOCATED))
+    containers = plan.containers
+    if not containers:
         return MAX_SCORE
-    return _clamp(sum(scores) // len(scores))
+    total = 0
+    if kind == BALANCED_ALLOCATION:
+        for req, _ in containers:
+            total += _balanced_score(req, view)
+    else:
+        most = kind == MOST_ALLOCATED
+        for _, weighted in containers:
+            total += _allocated_score(weighted, view, most)
+    return _clamp(total // len(containers))
