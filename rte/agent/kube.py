@@ -1,0 +1,121 @@
+"""One configured ``kubernetes.client.ApiClient`` for the whole agent.
+
+The client's defaults do not suit a DaemonSet that runs on every node for months:
+
+* **No hidden retries.** urllib3 would silently re-send a GET or PUT after a read timeout and
+  count nothing. Its retries are turned off; retrying lives in :mod:`rte.agent.retry`, with
+  backoff, jitter, ``Retry-After`` and an honest count.
+* **A timeout on every request.** The client's default is none, so one half-open connection
+  could hang the publishing loop forever. Requests that pass their own (watches) keep it.
+* **Client-side pacing.** A token bucket (``qps`` per second, bursts of ``2 x qps``) in front of
+  every request, like client-go's QPS/burst, so a bug that loops cannot hammer the apiserver
+  from every node at once.
+
+The ``kubernetes`` package is imported lazily: ``rte dump`` and the consumer never pay for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rte import __version__
+from rte.errors import ConfigError
+
+USER_AGENT = f"rte-agent/{__version__}"
+
+
+class TokenBucket:
+    """Allow ``rate`` acquisitions per second on average and ``burst`` at once.
+
+    A caller that finds the bucket empty reserves its token (the level goes negative) and
+    sleeps outside the lock, so concurrent callers queue fairly instead of spinning.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"a token bucket needs rate > 0 and burst >= 1, got {rate}, {burst}")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._sleep = sleep
+        self._level = float(burst)
+        self._stamp = clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take one token, sleeping until it is due; the seconds slept."""
+        with self._lock:
+            now = self._clock()
+            self._level = min(float(self.burst), self._level + (now - self._stamp) * self.rate)
+            self._stamp = now
+            self._level -= 1.0
+            wait = -self._level / self.rate if self._level < 0 else 0.0
+        if wait > 0:
+            self._sleep(wait)
+        return wait
+
+
+class _PacedPool:
+    """Stands in for the REST client's urllib3 ``PoolManager``: paces and times out each request.
+
+    Both the old (<= v31) and the new generated clients end every call in
+    ``pool_manager.request(method, url, ..., timeout=...)``, so this is the one place that sees
+    all traffic whatever the client version.
+    """
+
+    def __init__(self, inner: Any, bucket: TokenBucket | None, timeout: Any) -> None:
+        self._inner = inner
+        self._bucket = bucket
+        self._timeout = timeout
+
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = self._timeout
+        if self._bucket is not None:
+            self._bucket.acquire()
+        return self._inner.request(method, url, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def load_api_client(kubeconfig: str | None, *, qps: float = 5.0, timeout: float = 10.0) -> Any:
+    """An ``ApiClient`` from ``kubeconfig`` (a path), else from the in-cluster service account.
+
+    ``qps`` <= 0 turns pacing off. ``timeout`` (seconds) bounds connect and each read of a
+    request that sets no timeout of its own. Raises :class:`ConfigError` when neither source
+    works, naming the source and the reason in one line.
+    """
+    import urllib3
+    from kubernetes import client, config
+
+    cfg = client.Configuration()
+    source = kubeconfig or "in-cluster service account"
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except config.ConfigException as e:
+        hint = "" if kubeconfig else " (pass --kubeconfig when running outside a cluster)"
+        raise ConfigError(source, f"cannot load the apiserver configuration: {e}{hint}") from e
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        # A file that is missing, unreadable or not a kubeconfig at all.
+        raise ConfigError(source, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
+    cfg.retries = False
+    api_client = client.ApiClient(cfg)
+    api_client.user_agent = USER_AGENT
+    bucket = TokenBucket(qps, max(1, round(2 * qps))) if qps > 0 else None
+    rest: Any = api_client.rest_client
+    rest.pool_manager = _PacedPool(rest.pool_manager, bucket, urllib3.Timeout(connect=timeout, read=timeout))
+    return api_client
