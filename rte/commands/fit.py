@@ -1,0 +1,156 @@
+"""``rte fit``: where would this pod fit NUMA-aligned? Filter and Score over NRT files.
+
+The same decisions the scheduler extender makes, for a person at a terminal: a Pod manifest, the
+NRT objects of the candidate nodes (files holding one object, several YAML documents, or a
+``...List``; YAML or JSON) and optionally the Node objects, whose ``status.allocatable`` enables
+the "resource not allocatable on the node" check. No reserve cache is involved: the NRTs are
+taken as they are.
+
+Nodes are reported in the order their NRTs were given, then Nodes that have no NRT (they pass
+the NUMA filter and score 0, like the reference plugin).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from rte.commands.scoring import scoring_strategy
+from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
+from rte.consumer.numaview import build_view
+from rte.consumer.score import ScoringStrategy
+from rte.consumer.store import topologies_from_file
+from rte.errors import InputError
+from rte.model.pod import Pod, pod_from_manifest
+from rte.model.quantity import Amount
+from rte.model.topology import NodeTopology
+
+OUTPUTS = ("table", "json")
+
+
+def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+    """``(where, object)`` for every object in ``path``, ``...List`` items included."""
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(str(path), f"cannot read: {e}") from e
+    except yaml.YAMLError as e:
+        raise InputError(str(path), f"not valid JSON or YAML: {e}") from e
+    for index, doc in enumerate(documents):
+        where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
+        if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List"):
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise InputError(f"{where}: items", "expected a list")
+            for item_index, item in enumerate(items):
+                yield f"{where}: items[{item_index}]", item
+        else:
+            yield where, doc
+
+
+def load_pod(path: Path) -> Pod:
+    """The one Pod in ``path``; errors name the file and the field."""
+    pods = [pod_from_manifest(obj, source=where) for where, obj in _documents(path)]
+    if len(pods) != 1:
+        raise InputError(str(path), f"expected one Pod, found {len(pods)}")
+    return pods[0]
+
+
+def load_node_allocatable(paths: Sequence[Path]) -> dict[str, dict[str, Amount]]:
+    """Node name -> parsed ``status.allocatable`` for every Node object in ``paths``."""
+    out: dict[str, dict[str, Amount]] = {}
+    for path in paths:
+        for where, obj in _documents(path):
+            allocatable = node_allocatable(obj, source=where)  # checks it is a Node mapping
+            metadata = obj.get("metadata")
+            name = metadata.get("name") if isinstance(metadata, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise InputError(f"{where}: metadata.name", "a Node needs a name")
+            if name in out:
+                raise InputError(f"{where}: metadata.name", f"Node {name!r} is given twice")
+            out[name] = allocatable
+    return out
+
+
+def load_topologies(paths: Sequence[Path]) -> list[NodeTopology]:
+    """Every NRT in ``paths``, in order; a node given twice is an error (which one would count?)."""
+    seen: dict[str, Path] = {}
+    out: list[NodeTopology] = []
+    for path in paths:
+        for topology in topologies_from_file(path):
+            if topology.name in seen:
+                raise InputError(
+                    str(path),
+                    f"NodeResourceTopology {topology.name!r} is also given in {seen[topology.name]}",
+                )
+            seen[topology.name] = path
+            out.append(topology)
+    return out
+
+
+def candidates(
+    topologies: Sequence[NodeTopology], allocatable: Mapping[str, Mapping[str, Amount]] | None
+) -> list[NodeCandidate]:
+    """One candidate per NRT (in order), then one per Node without an NRT."""
+    out = [
+        NodeCandidate(t.name, build_view(t), None if allocatable is None else allocatable.get(t.name))
+        for t in topologies
+    ]
+    if allocatable:
+        with_nrt = {t.name for t in topologies}
+        out += [
+            NodeCandidate(name, None, alloc) for name, alloc in allocatable.items() if name not in with_nrt
+        ]
+    return out
+
+
+def render_table(decisions: Sequence[Decision], pod: Pod, strategy: ScoringStrategy) -> str:
+    rows = [("NODE", "FITS", "SCORE", "REASON")]
+    rows += [
+        (d.node, "yes" if d.fits else "no", "-" if d.score is None else str(d.score), d.reason)
+        for d in decisions
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join([*(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)), r[3]]) for r in rows]
+    fitting = [d for d in decisions if d.fits]
+    summary = (
+        f"pod {pod.namespace}/{pod.name} ({pod.qos_class}), strategy {strategy.type}: "
+        f"fits {len(fitting)} of {len(decisions)} node(s)"
+    )
+    if fitting:
+        best = max(fitting, key=lambda d: d.score or 0)  # first of the highest, as listed
+        summary += f"; best {best.node} (score {best.score})"
+    return "\n".join([*lines, "", summary]) + "\n"
+
+
+def fit(
+    pod_path: str,
+    nrt_paths: Sequence[str],
+    *,
+    node_paths: Sequence[str] = (),
+    strategy: str | None = None,
+    weights: Sequence[str] = (),
+    output: str = "table",
+    out: TextIO | None = None,
+) -> list[Decision]:
+    """Evaluate the pod in ``pod_path`` on every node and print the verdicts; returns them."""
+    if output not in OUTPUTS:
+        raise InputError("--output", f"unknown format {output!r}; expected one of {', '.join(OUTPUTS)}")
+    scoring = scoring_strategy(strategy, weights)
+    if not nrt_paths and not node_paths:
+        raise InputError("NRT", "give at least one NodeResourceTopology file (or --node file)")
+    pod = load_pod(Path(pod_path))
+    topologies = load_topologies([Path(p) for p in nrt_paths])
+    allocatable = load_node_allocatable([Path(p) for p in node_paths]) if node_paths else None
+    decisions = evaluate(pod, candidates(topologies, allocatable), scoring)
+    stream = out if out is not None else sys.stdout
+    if output == "json":
+        stream.write(json.dumps([d.to_dict() for d in decisions], indent=2) + "\n")
+    else:
+        stream.write(render_table(decisions, pod, scoring))
+    return decisions
