@@ -16,7 +16,7 @@ from bench.timing import median_seconds
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.requests import prepare_pod
-from rte.consumer.score import STRATEGIES, ScoringStrategy, score_node
+from rte.consumer.score import STRATEGIES, Scorer, ScoringStrategy
 from rte.model.pod import Container, Pod
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
 
@@ -63,10 +63,11 @@ def _pod(requests: dict[str, int]) -> Pod:
 def _cycle(pod: Pod, views: list[NumaView], allocatable: dict[str, int], strategy: ScoringStrategy) -> int:
     """One scheduling cycle: prepare the pod, then Filter and Score every node."""
     prep = prepare_pod(pod)
+    scorer = Scorer(prep, strategy)
     fits = 0
     for view in views:
         if filter_node(prep, view, allocatable).fits:
-            score_node(prep, view, strategy)
+            scorer(view)
             fits += 1
     return fits
 

@@ -253,6 +253,13 @@ def test_sets_averaging_256_or_more_are_never_chosen_like_the_reference() -> Non
     assert score_node(pod(_g(cpu=4)), view(zones, costs=costs), LNN) == 0
 
 
+def test_single_zones_averaging_256_or_more_make_the_search_go_wider_like_the_reference() -> None:
+    # Self costs of 300 rule out every single zone; the pair averages (300+10+10+300)/4 = 155.
+    costs = {0: {0: 300, 1: 10}, 1: {0: 10, 1: 300}}
+    zones = {0: {"cpu": 8, "memory": 8 * GI}, 1: {"cpu": 8, "memory": 8 * GI}}
+    assert score_node(pod(_g(cpu=2)), view(zones, costs=costs), LNN) == 82
+
+
 def test_scores_never_go_negative_with_more_zones_than_max_numa_nodes() -> None:
     # Reference bug: 100 - 3 * 50 + 25 = -25 reaches the framework.
     zones = {i: {"cpu": 1, "memory": 8 * GI} for i in range(4)}

@@ -15,7 +15,7 @@ from typing import Any
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, prepare_pod
-from rte.consumer.score import DEFAULT_STRATEGY, DEFAULT_WEIGHTS, ScoringStrategy, score_node
+from rte.consumer.score import DEFAULT_STRATEGY, DEFAULT_WEIGHTS, Scorer, ScoringStrategy
 from rte.errors import InputError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount, parse_quantity
@@ -72,10 +72,11 @@ def evaluate(
         if isinstance(pod, PreparedPod)
         else prepare_pod(pod, kubelet_accurate_sidecars=kubelet_accurate_sidecars)
     )
+    scorer = Scorer(prep, strategy)
     decisions = []
     for node in nodes:
         verdict = filter_node(prep, node.view, node.allocatable, fresh=node.fresh)
-        score = score_node(prep, node.view, strategy, fresh=node.fresh) if verdict.fits else None
+        score = scorer(node.view, fresh=node.fresh) if verdict.fits else None
         decisions.append(Decision(node.name, verdict.fits, verdict.reason, score))
     return decisions
 

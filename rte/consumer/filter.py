@@ -148,6 +148,14 @@ def _container_scope(prep: PreparedPod, view: NumaView, allocatable: Collection[
     guaranteed = prep.guaranteed
     present = view.present
     ids = view.ids
+    if not prep.init and len(prep.app) == 1:  # the usual shape: nothing to subtract, ever
+        req = prep.app[0]
+        try:
+            mask = _fit_mask(req.nonzero, view.thresholds, present, guaranteed, allocatable)
+        except _Misfit as e:
+            return FilterResult(FilterCode.UNSCHEDULABLE, f'{REASON_CONTAINER} "{req.name}": {e}')
+        zone = None if mask == _UNCONSTRAINED else ids[(mask & -mask).bit_length() - 1]
+        return _success(prep, ((req.name, zone),))
     zones: _Zones | None = None  # created on the first subtraction only
     placed: list[tuple[str, int | None]] = []
     accurate = prep.kubelet_accurate_sidecars

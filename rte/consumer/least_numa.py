@@ -28,9 +28,10 @@ from __future__ import annotations
 import itertools
 import math
 import struct
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
-from rte.consumer.numaview import MISSING_DISTANCE, NumaView, Thresholds, make_thresholds, zones_with_at_least
+from rte.consumer.numaview import MISSING_DISTANCE, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import Item, PreparedPod, Request
 from rte.model.quantity import Amount
 
@@ -110,15 +111,6 @@ class _Zones:
         self._rows: dict[str, list[Amount]] | None = None
         self._thresholds: dict[str, Thresholds] = {}
 
-    def single_zone_mask(self, items: list[Item]) -> int:
-        """Positions where one zone alone covers every item."""
-        mask = -1
-        for item in items:
-            mask &= zones_with_at_least(self.thresholds[item.name], item.amount)
-            if not mask:
-                break
-        return mask
-
     def subtract(self, req: Request, combo: Combo) -> None:
         """Greedily consume each request from the chosen zones, lowest id first, clamping at 0."""
         if self._rows is None:
@@ -143,12 +135,12 @@ class _Zones:
             self._thresholds[item.name] = make_thresholds(row, self.view.present[item.name])
 
 
-def _narrowest_possible(items: list[Item], zones: _Zones) -> int | None:
+def _narrowest_possible(items: list[Item], rows: Mapping[str, Sequence[Amount]]) -> int | None:
     """A lower bound on the set size: for each item, the fewest largest zones that cover it."""
     lower = 1
     for item in items:
         covered: Amount = 0
-        for used, available in enumerate(sorted(zones.rows[item.name], reverse=True), start=1):
+        for used, available in enumerate(sorted(rows[item.name], reverse=True), start=1):
             covered = covered + available
             if covered >= item.amount:
                 lower = max(lower, used)
@@ -185,19 +177,58 @@ def _pick(
     return best, False
 
 
+def _single_zone_table(view: NumaView) -> tuple[int, tuple[tuple[float, int], ...]]:
+    """Size-1 sets, memoised: (mask of zones at minimum distance, (distance, position) in pick order).
+
+    A lone zone's average distance is its self cost, so picking among single zones needs no
+    combination walk: the minimum-distance zones are a mask, the rest an ordered list.
+    """
+    key = "least-numa-single"
+    cached = view.memo.get(key)
+    if cached is None:
+        minimum, entries = combination_table(view, 1)
+        at_minimum = sum(1 << combo[0] for combo, d in entries if d == minimum)
+        # Sorted by distance then position: the first fitting entry is what _pick would keep.
+        ordered = tuple(sorted((d, combo[0]) for combo, d in entries))
+        cached = (at_minimum, ordered)
+        view.memo[key] = cached
+    return cached  # type: ignore[return-value]
+
+
+def _pick_single(view: NumaView, fitting: int) -> tuple[Combo | None, bool]:
+    at_minimum, ordered = _single_zone_table(view)
+    hit = fitting & at_minimum
+    if hit:
+        return ((hit & -hit).bit_length() - 1,), True
+    for distance, position in ordered:
+        if distance >= 256.0:
+            break  # the reference never picks a set averaging 256 or more
+        if fitting >> position & 1:
+            return (position,), False
+    return None, False
+
+
 def numa_nodes_required(
-    view: NumaView, items: list[Item], zones: _Zones, widest: int
+    view: NumaView,
+    items: list[Item],
+    thresholds: Mapping[str, Thresholds],
+    rows: Mapping[str, Sequence[Amount]],
+    widest: int,
 ) -> tuple[Combo | None, bool]:
     """The set the kubelet would pick for ``items`` and whether it has minimum distance."""
-    count = len(view.ids)
-    single = zones.single_zone_mask(items)
-    if single:
-        minimum, entries = combination_table(view, 1)
-        return _pick(entries, minimum, lambda combo: bool(single >> combo[0] & 1))
-    narrowest = _narrowest_possible(items, zones)
+    fitting = -1  # zones that hold every item on their own
+    for item in items:
+        values, masks = thresholds[item.name]
+        i = bisect_left(values, item.amount)
+        fitting &= masks[i] if i < len(masks) else 0
+    if fitting:
+        combo, is_min = _pick_single(view, fitting)
+        if combo is not None:
+            return combo, is_min
+    narrowest = _narrowest_possible(items, rows)
     if narrowest is None:
         return None, False
-    rows = zones.rows
+    count = len(view.ids)
     for size in range(max(narrowest, 2), widest + 1):
         if math.comb(count, size) > MAX_COMBINATIONS:
             return None, False
@@ -208,43 +239,40 @@ def numa_nodes_required(
     return None, False
 
 
-def _requests_numa_resource(req: Request, view: NumaView) -> bool:
-    names = view.resource_names
-    return any(item.name in names for item in req.items)
-
-
 def least_numa_score(prep: PreparedPod, view: NumaView) -> int:
     """LeastNUMANodes score of a (Guaranteed) pod on a node, 0..100."""
-    max_numa = view.tm.max_numa_nodes
-    widest = _widest_useful(max_numa, len(view.ids))
+    tm = view.tm
+    names = view.resource_names
     guaranteed = prep.guaranteed
-    zones = _Zones(view)
-    if view.tm.pod_scope:
-        req = prep.pod_request
-        if not _requests_numa_resource(req, view):
-            return MAX_SCORE
-        items = _constraints(req, guaranteed, view)
-        if items is None:
-            return 0
-        combo, is_min = numa_nodes_required(view, items, zones, widest)
-        return 0 if combo is None else normalize(len(combo), is_min, max_numa)
+    widest = _widest_useful(tm.max_numa_nodes, len(view.ids))
+    if tm.pod_scope:
+        requests: tuple[Request, ...] = (prep.pod_request,)
+    else:
+        requests = prep.init + prep.app  # the order the Topology Manager asks for hints
+    zones: _Zones | None = None  # working copy, made on the first subtraction
     widest_seen = 0
     all_min = True
-    requests = prep.init + prep.app  # the order the Topology Manager asks for hints
-    last = len(requests) - 1
-    for index, req in enumerate(requests):
-        if not _requests_numa_resource(req, view):
-            continue
+    last = requests[-1] if requests else None
+    for req in requests:
+        if names.isdisjoint(req.names):
+            continue  # nothing NUMA-bound requested: needs no zone
         items = _constraints(req, guaranteed, view)
         if items is None:
             return 0
-        combo, is_min = numa_nodes_required(view, items, zones, widest)
+        combo, is_min = numa_nodes_required(
+            view,
+            items,
+            zones.thresholds if zones else view.thresholds,
+            zones.rows if zones else view.available,
+            widest,
+        )
         if combo is None:
             return 0
         widest_seen = max(widest_seen, len(combo))
         all_min = all_min and is_min
-        if index != last:  # nothing reads the zones after the last container
+        if req is not last:  # nothing reads the zones after the last container
+            zones = zones or _Zones(view)
             zones.subtract(req, combo)
     if widest_seen == 0:
         return MAX_SCORE
-    return normalize(widest_seen, all_min, max_numa)
+    return normalize(widest_seen, all_min, tm.max_numa_nodes)

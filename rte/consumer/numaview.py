@@ -23,6 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
 from rte.model.quantity import Amount, ceil_value
@@ -75,7 +76,8 @@ class NumaView:
     available: Mapping[str, tuple[Amount, ...]] = field(init=False)
     """Per resource: available in every zone, 0 where the zone does not list it."""
     ceil_available: Mapping[str, tuple[int, ...]] = field(init=False)
-    """Per resource: ``Quantity.Value()`` (rounded up) of :attr:`available`."""
+    """Per resource: ``Quantity.Value()`` (rounded up) of :attr:`available`; the very same tuple
+    object when every value is already an integer."""
     present: Mapping[str, int] = field(init=False)
     """Per resource: bit ``i`` set when zone ``ids[i]`` lists it."""
     thresholds: Mapping[str, Thresholds] = field(init=False)
@@ -97,7 +99,9 @@ class NumaView:
         for r in names:
             row = tuple(zone.get(r, 0) for zone in self.zone_available)
             available[r] = row
-            ceil_available[r] = tuple(ceil_value(a) for a in row)
+            ceil_row = tuple(ceil_value(a) for a in row)
+            # Integral rows (nearly all) share the tuple: Score then knows it can skip rounding.
+            ceil_available[r] = cast(tuple[int, ...], row) if ceil_row == row else ceil_row
             present[r] = mask = sum(1 << i for i in range(n) if r in self.zone_available[i])
             thresholds[r] = make_thresholds(row, mask)
         object.__setattr__(self, "available", available)

@@ -63,6 +63,8 @@ class Request:
     """Every requested resource, zero quantities included, sorted by name."""
     nonzero: tuple[Item, ...]
     """The items with a non-zero amount: the only ones that constrain placement."""
+    names: frozenset[str]
+    """Every requested resource name (zero quantities included)."""
 
 
 def make_request(name: str, kind: str, requests: Mapping[str, Amount]) -> Request:
@@ -70,7 +72,7 @@ def make_request(name: str, kind: str, requests: Mapping[str, Amount]) -> Reques
         Item(res, qty, ceil_value(qty), is_numa_affine(res), is_host_level(res), res in ALWAYS_ALLOCATABLE)
         for res, qty in sorted(requests.items())
     )
-    return Request(name, kind, items, tuple(i for i in items if i.amount != 0))
+    return Request(name, kind, items, tuple(i for i in items if i.amount != 0), frozenset(requests))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from rte.consumer.least_numa import least_numa_score
 from rte.consumer.numaview import NumaView
@@ -72,41 +71,16 @@ Weighted = tuple[tuple[tuple[str, Amount, int, int], ...], int]
 """(name, amount, rounded-up amount, weight) per requested resource, and the weight sum."""
 
 
-class _Plan(NamedTuple):
-    """What one strategy needs from one pod, derived once per (pod, strategy)."""
-
-    strategy: ScoringStrategy
-    pod: Weighted | None
-    """The pod-scope request (None when it requests nothing)."""
-    containers: tuple[tuple[Request, Weighted], ...]
-    """Init then app containers that request something (empty requests are left out)."""
-
-
 def _weigh(req: Request, strategy: ScoringStrategy) -> Weighted:
     items = tuple((i.name, i.amount, i.ceil, strategy.weight(i.name)) for i in req.items)
     return items, sum(w for *_, w in items)
-
-
-def _plan(prep: PreparedPod, strategy: ScoringStrategy) -> _Plan:
-    # Keyed by id; the entry holds the strategy, so the id cannot be recycled while cached.
-    key = id(strategy)
-    plan = prep.memo.get(key)
-    if isinstance(plan, _Plan) and plan.strategy is strategy:
-        return plan
-    plan = _Plan(
-        strategy,
-        _weigh(prep.pod_request, strategy) if prep.pod_request.items else None,
-        tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items),
-    )
-    prep.memo[key] = plan
-    return plan
 
 
 def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
     """Most/LeastAllocated: the smallest non-zero zone score (0 when no zone scores)."""
     items, weight_sum = weighted
     available, ceil_available = view.available, view.ceil_available
-    totals: list[int] | None = None
+    columns = []
     # Per resource, one flat comprehension over the zones (this is the hot loop): a zone with
     # nothing, or less than requested, scores 0 for the resource. Scores add up per zone.
     for name, amount, ceil_amount, weight in items:
@@ -114,7 +88,13 @@ def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
         if row is None:
             continue  # no zone lists it: every zone scores 0 for this resource
         crow = ceil_available[name]
-        if most:
+        if crow is row:  # integral row: available is its own rounded-up value
+            if most:
+                top = ceil_amount * MAX_SCORE
+                column = [top // a if a and amount <= a else 0 for a in row]
+            else:
+                column = [(a - ceil_amount) * MAX_SCORE // a if a and amount <= a else 0 for a in row]
+        elif most:
             top = ceil_amount * MAX_SCORE
             column = [top // c if a and amount <= a else 0 for a, c in zip(row, crow, strict=True)]
         else:
@@ -124,14 +104,16 @@ def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
             ]
         if weight != 1:
             column = [x * weight for x in column]
-        totals = column if totals is None else [t + x for t, x in zip(totals, column, strict=True)]
-    if totals is None:
+        columns.append(column)
+    if not columns:
         return 0
-    scores = totals if weight_sum == 1 else [t // weight_sum for t in totals]
-    lowest = min(scores)
-    if lowest:
-        return lowest
-    return min([x for x in scores if x], default=0)
+    totals = columns[0] if len(columns) == 1 else list(map(sum, zip(*columns, strict=True)))
+    # Zone score = total // weight_sum; floor is monotone, so the smallest non-zero zone score
+    # is the smallest total that reaches weight_sum, divided once.
+    lowest = min(totals)
+    if lowest < weight_sum:
+        lowest = min([t for t in totals if t >= weight_sum], default=0)
+    return lowest // weight_sum
 
 
 def sample_variance(values: list[float]) -> float:
@@ -164,9 +146,21 @@ def _balanced_score(req: Request, view: NumaView) -> int:
         else:
             columns.append([requested / float(c) if c else 1.0 for c in ceil_row])
     best = 0
+    if len(columns) == 2:
+        # The common cpu+memory request: sample_variance's exact operation sequence, inlined.
+        for x, y in zip(columns[0], columns[1], strict=True):
+            if x > 1 or y > 1:
+                continue  # the zone cannot hold the request: score 0
+            mean = (x + y) / 2
+            dx, dy = x - mean, y - mean
+            compensation = dx + dy
+            score = int((1 - ((dx * dx + dy * dy) - compensation * compensation / 2)) * MAX_SCORE)
+            if score and (not best or score < best):
+                best = score
+        return best
     for fractions in zip(*columns, strict=True):
         if max(fractions) > 1:
-            continue  # the zone cannot hold the request: score 0
+            continue
         score = int((1 - sample_variance(list(fractions))) * MAX_SCORE)
         if score and (not best or score < best):
             best = score
@@ -177,6 +171,59 @@ def _clamp(score: int) -> int:
     return max(MIN_SCORE, min(MAX_SCORE, score))
 
 
+class Scorer:
+    """Scores one prepared pod on many nodes with one strategy; build it once per pod.
+
+    Everything that depends on the pod and the strategy only (QoS gating, weights, which
+    containers count) is settled here, so a call does per-node work only.
+    """
+
+    __slots__ = ("_containers", "_kind", "_most", "_pod", "_prep", "strategy")
+
+    def __init__(self, pod: Pod | PreparedPod, strategy: ScoringStrategy = DEFAULT_STRATEGY) -> None:
+        prep = as_prepared(pod)
+        self._prep = prep
+        self.strategy = strategy
+        self._kind = strategy.type
+        self._most = strategy.type == MOST_ALLOCATED
+        self._pod = (prep.pod_request, _weigh(prep.pod_request, strategy)) if prep.pod_request.items else None
+        # Empty requests are left out of the container mean (the reference divides by zero).
+        self._containers = tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items)
+
+    def __call__(self, view: NumaView | None, *, fresh: bool = True) -> int:
+        """The score (0..100) on the node with ``view`` (None: the node has no NRT)."""
+        prep = self._prep
+        if not prep.guaranteed:
+            return MAX_SCORE
+        if not fresh or view is None:
+            return MIN_SCORE
+        kind = self._kind
+        if kind == LEAST_NUMA_NODES:
+            return _clamp(least_numa_score(prep, view))
+        tm = view.tm
+        if not tm.single_numa_node:
+            return MIN_SCORE
+        if tm.pod_scope:
+            if self._pod is None:
+                return MAX_SCORE
+            req, weighted = self._pod
+            if kind == BALANCED_ALLOCATION:
+                return _clamp(_balanced_score(req, view))
+            return _clamp(_allocated_score(weighted, view, self._most))
+        containers = self._containers
+        if not containers:
+            return MAX_SCORE
+        total = 0
+        if kind == BALANCED_ALLOCATION:
+            for req, _ in containers:
+                total += _balanced_score(req, view)
+        else:
+            most = self._most
+            for _, weighted in containers:
+                total += _allocated_score(weighted, view, most)
+        return _clamp(total // len(containers))
+
+
 def score_node(
     pod: Pod | PreparedPod,
     view: NumaView | None,
@@ -184,34 +231,14 @@ def score_node(
     *,
     fresh: bool = True,
 ) -> int:
-    """Score one pod on one node (0..100). ``view`` None: the node has no NRT."""
-    prep = pod if isinstance(pod, PreparedPod) else as_prepared(pod)
-    if not prep.guaranteed:
-        return MAX_SCORE
-    if not fresh or view is None:
-        return MIN_SCORE
-    if strategy.type == LEAST_NUMA_NODES:
-        return _clamp(least_numa_score(prep, view))
-    tm = view.tm
-    if not tm.single_numa_node:
-        return MIN_SCORE
-    plan = _plan(prep, strategy)
-    kind = strategy.type
-    if tm.pod_scope:
-        if plan.pod is None:
-            return MAX_SCORE
-        if kind == BALANCED_ALLOCATION:
-            return _clamp(_balanced_score(prep.pod_request, view))
-        return _clamp(_allocated_score(plan.pod, view, kind == MOST_ALLOCATED))
-    containers = plan.containers
-    if not containers:
-        return MAX_SCORE
-    total = 0
-    if kind == BALANCED_ALLOCATION:
-        for req, _ in containers:
-            total += _balanced_score(req, view)
-    else:
-        most = kind == MOST_ALLOCATED
-        for _, weighted in containers:
-            total += _allocated_score(weighted, view, most)
-    return _clamp(total // len(containers))
+    """Score one pod on one node (0..100). ``view`` None: the node has no NRT.
+
+    Convenience over :class:`Scorer`; with a prepared pod the scorer is cached on it.
+    """
+    if not isinstance(pod, PreparedPod):
+        return Scorer(pod, strategy)(view, fresh=fresh)
+    # Keyed by id; the cached scorer holds the strategy, so the id cannot be recycled meanwhile.
+    scorer = pod.memo.get(id(strategy))
+    if not isinstance(scorer, Scorer) or scorer.strategy is not strategy:
+        scorer = pod.memo[id(strategy)] = Scorer(pod, strategy)
+    return scorer(view, fresh=fresh)
