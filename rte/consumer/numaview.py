@@ -35,7 +35,8 @@ MISSING_DISTANCE = 255
 """SLIT's "unknown / unreachable"; used where a zone publishes no cost toward another."""
 
 Thresholds = tuple[tuple[Amount, ...], tuple[int, ...]]
-"""Ascending distinct-or-not availabilities, and for each the mask of zones holding at least it."""
+"""The availabilities of a resource in ascending order (repeats kept), and for each one the mask
+of zones holding at least that much."""
 
 
 def make_thresholds(row: Sequence[Amount], mask: int) -> Thresholds:
@@ -135,7 +136,7 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
             continue
         resources: dict[str, Amount] = {}
         for res in zone.resources:
-            resources.setdefault(res.name, _available(res.available))
+            resources[res.name] = _available(res.available)  # a duplicate: the last wins, as upstream
         costs: dict[int, int] = {}
         for cost in zone.costs:
             target = numa_id_of(cost.name)

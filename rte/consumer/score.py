@@ -20,8 +20,11 @@ Per resource, for a zone with ``a`` available and a request of ``q``:
 
 Fixed reference bugs, each pinned by a test: a request with a single resource gets a variance of
 0 (the reference divides by zero and gets NaN); a container with an empty request is left out of
-the mean and a pod requesting nothing scores 100 (the reference divides by zero); every score is
-clamped to 0..100.
+the mean and a pod requesting nothing scores 100 (the reference divides by zero); zones with
+sparse or unsorted ids are scored (the reference indexes a slice with the id and can crash);
+every score is clamped to 0..100.
+
+For many nodes, build a :class:`Scorer` once per pod; :func:`score_node` is the one-shot form.
 """
 
 from __future__ import annotations
