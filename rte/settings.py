@@ -1,0 +1,498 @@
+"""Typed settings of the node agent (``rte run``), layered: defaults < file < environment < flags.
+
+* **file**: a YAML mapping given with ``--config FILE`` (or ``RTE_CONFIG``); keys are the field
+  names below (``poll_interval: 500ms``). An unknown key is an error: a typo must not silently
+  leave a default in place.
+* **environment**: ``RTE_<FIELD>`` (``RTE_POLL_INTERVAL=2s``), plus ``NODE_NAME`` (the downward
+  API convention) below ``RTE_NODE_NAME``. Unknown ``RTE_*`` variables are ignored on purpose:
+  Kubernetes injects ``<SERVICE>_PORT``-style variables, and a Service named ``rte-...`` would
+  otherwise stop the agent from starting.
+* **flags**: ``--poll-interval 2s`` etc., one per field (see :func:`rte.commands.run_options`).
+
+Durations are strings with units, as in Go (``500ms``, ``60s``, ``1m30s``, ``1h``); ``0`` means
+"off" where a field says so. A bare number is refused, because "60" could mean seconds or, as in
+the reference agent's config file, nanoseconds. Every mistake is a one-line
+:class:`~rte.errors.ConfigError` naming the layer and key, e.g.
+``RTE_POLL_INTERVAL: not a duration: 'fast'``.
+
+Every host path the agent reads is a field here; no module below has a default path of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import re
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from rte.errors import ConfigError
+
+ENV_PREFIX = "RTE_"
+CONFIG_FILE_ENV = "RTE_CONFIG"
+ENV_ALIASES: Mapping[str, tuple[str, ...]] = {"node_name": ("NODE_NAME",)}
+"""Extra environment variables for a field, applied below ``RTE_<FIELD>``."""
+
+FINGERPRINT_METHODS = ("with-exclusive-resources", "all")
+INFORMER_MODES = ("dedicated", "shared")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("text", "json")
+
+# Field kinds (metadata["kind"]); the annotation alone cannot tell a duration from a float.
+STR, PATH, BOOL, INT, FLOAT, DURATION, CHOICE, LIST = (
+    "str",
+    "path",
+    "bool",
+    "int",
+    "float",
+    "duration",
+    "choice",
+    "list",
+)
+
+
+def _m(kind: str, *, choices: tuple[str, ...] = (), minimum: float | None = None) -> dict[str, Any]:
+    return {"kind": kind, "choices": choices, "minimum": minimum}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective configuration of one agent process. Durations are in seconds."""
+
+    # -- identity and cluster ------------------------------------------------------------------
+    node_name: str = field(default="", metadata=_m(STR))
+    """Name of this node and of its NRT object; empty means the host name. Also from NODE_NAME."""
+    kubeconfig: Path | None = field(default=None, metadata=_m(PATH))
+    """Kubeconfig file for the apiserver; empty means the in-cluster service account."""
+    publish: bool = field(default=True, metadata=_m(BOOL))
+    """Write the NRT object; false (--no-publish) prints each new object on stdout instead: no cluster."""
+
+    # -- host paths ----------------------------------------------------------------------------
+    sysfs_root: Path = field(default=Path("/sys"), metadata=_m(PATH))
+    """The sysfs root holding devices/system/node (the host's /sys, mounted read-only)."""
+    kubelet_root: Path = field(default=Path("/var/lib/kubelet"), metadata=_m(PATH))
+    """The kubelet root dir: its checkpoint files and device-plugins/ are watched for changes."""
+    podresources: str = field(default="unix:///var/lib/kubelet/pod-resources/kubelet.sock", metadata=_m(STR))
+    """Kubelet podresources endpoint (unix socket) or a scenario directory (list.*, ...)."""
+    kubelet_config: Path | None = field(default=None, metadata=_m(PATH))
+    """Kubelet config file (YAML, /configz JSON or KubeletConfig CR); empty: TM attributes unknown."""
+    kubelet_config_dir: Path | None = field(default=None, metadata=_m(PATH))
+    """The kubelet's --config-dir of *.conf drop-ins merged over kubelet_config; empty: none."""
+    notify_file: Path | None = field(default=Path("/run/rte/notify"), metadata=_m(PATH))
+    """A file whose touch triggers a cycle (created if absent, watched with inotify); empty: off."""
+
+    # -- triggers ------------------------------------------------------------------------------
+    poll_interval: float = field(default=0.5, metadata=_m(DURATION))
+    """How often podresources List is polled; a cycle runs only when its result changed. 0: off."""
+    resync_interval: float = field(default=60.0, metadata=_m(DURATION, minimum=1.0))
+    """Safety-net cycle that also re-reads the stored NRT (recreates it if deleted)."""
+    allocatable_refresh: float = field(default=300.0, metadata=_m(DURATION))
+    """How often GetAllocatableResources and sysfs are re-read (also on device plugin changes). 0: never."""
+    watch_kubelet_state: bool = field(default=True, metadata=_m(BOOL))
+    """Also watch the kubelet checkpoint files and device-plugins/ under kubelet_root."""
+    debounce: float = field(default=0.1, metadata=_m(DURATION))
+    """Quiet time that ends a burst of triggers; the burst becomes one cycle."""
+    max_delay: float = field(default=1.0, metadata=_m(DURATION))
+    """Upper bound on how long debouncing may postpone a cycle during a continuous burst."""
+
+    # -- kubelet -------------------------------------------------------------------------------
+    kubelet_timeout: float = field(default=10.0, metadata=_m(DURATION, minimum=0.001))
+    """Deadline of each podresources call."""
+    kubelet_qps: float = field(default=5.0, metadata=_m(FLOAT, minimum=0.1))
+    """Client-side limit on podresources calls per second (the kubelet allows 100, shared)."""
+    kubelet_burst: int = field(default=5, metadata=_m(INT, minimum=1))
+    """Burst of the podresources client-side limit."""
+
+    # -- apiserver -----------------------------------------------------------------------------
+    publish_qps: float = field(default=1.0, metadata=_m(FLOAT, minimum=0.001))
+    """At most this many NRT writes per second (a token bucket)."""
+    publish_burst: int = field(default=3, metadata=_m(INT, minimum=1))
+    """Burst of the NRT write limit."""
+    api_qps: float = field(default=5.0, metadata=_m(FLOAT, minimum=0.1))
+    """Client-side limit on apiserver requests per second."""
+    api_timeout: float = field(default=10.0, metadata=_m(DURATION, minimum=0.001))
+    """Deadline of each apiserver request."""
+    owner_reference: bool = field(default=True, metadata=_m(BOOL))
+    """Make the Node the NRT's owner, so deleting the Node deletes its NRT."""
+    field_manager: str = field(default="rte-agent", metadata=_m(STR))
+    """Field manager name of our writes."""
+    lease_duration: float = field(default=40.0, metadata=_m(DURATION))
+    """Heartbeat Lease duration, renewed every quarter of it; 0 turns the heartbeat off."""
+    lease_namespace: str = field(default="rte", metadata=_m(STR))
+    """Namespace of the heartbeat Lease named after the node."""
+    retry_base: float = field(default=0.5, metadata=_m(DURATION, minimum=0.001))
+    """First retry delay after a failed cycle (kubelet or apiserver); doubles up to retry_cap."""
+    retry_cap: float = field(default=30.0, metadata=_m(DURATION, minimum=0.001))
+    """Longest retry delay."""
+
+    # -- what is published ---------------------------------------------------------------------
+    fingerprint_method: str = field(
+        default="with-exclusive-resources", metadata=_m(CHOICE, choices=FINGERPRINT_METHODS)
+    )
+    """Which pods the fingerprint covers."""
+    pod_watch: bool = field(default=True, metadata=_m(BOOL))
+    """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
+    informer_mode: str = field(default="dedicated", metadata=_m(CHOICE, choices=INFORMER_MODES))
+    """The consumer's informer mode, which decides which pods it fingerprints."""
+    pod_exclude: tuple[str, ...] = field(default=(), metadata=_m(LIST))
+    """namespace/name shell globs of pods left out of the fingerprint (comma-separated in env)."""
+    zone_load: bool = field(default=False, metadata=_m(BOOL))
+    """Publish per-zone CPU and memory use attributes (each changes only when leaving its band)."""
+    zone_load_band: float = field(default=10.0, metadata=_m(FLOAT, minimum=0.0))
+    """Width in percent points of the band a load value must leave to be republished."""
+
+    # -- operations ----------------------------------------------------------------------------
+    http_address: str = field(default="0.0.0.0:8080", metadata=_m(STR))
+    """host:port of /healthz, /readyz and /metrics; empty turns the HTTP server off."""
+    ready_factor: float = field(default=3.0, metadata=_m(FLOAT, minimum=1.0))
+    """/readyz fails when no publish succeeded within ready_factor x resync_interval."""
+    stall_timeout: float = field(default=300.0, metadata=_m(DURATION, minimum=1.0))
+    """/healthz fails when one cycle has been running longer than this."""
+    shutdown_timeout: float = field(default=5.0, metadata=_m(DURATION))
+    """On SIGTERM, how long the current cycle may take to finish before it is abandoned."""
+    log_level: str = field(default="info", metadata=_m(CHOICE, choices=LOG_LEVELS))
+    """Least severe level logged."""
+    log_format: str = field(default="text", metadata=_m(CHOICE, choices=LOG_FORMATS))
+    """text (one line per record) or json (one object per line)."""
+
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Where each non-default value came from (``RTE_X``, ``<file>: key``, ``--flag``): for messages."""
+
+    def origin(self, name: str) -> str:
+        """Where field ``name`` got its value (``default`` when no layer set it)."""
+        return self.origins.get(name, "default")
+
+
+# ---- field catalogue -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One setting as the loaders, ``--dump-config`` and the flag builder see it."""
+
+    name: str
+    kind: str
+    default: Any
+    choices: tuple[str, ...]
+    minimum: float | None
+
+    @property
+    def doc(self) -> str:
+        return _docstrings().get(self.name, "")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@functools.cache
+def _docstrings() -> dict[str, str]:
+    """Attribute docstrings of :class:`Settings`, read from its source (empty when unavailable).
+
+    Only ``--help`` and ``--dump-config`` need them, so the parsing happens on first use.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(Settings)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for stmt, after in itertools.pairwise(body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[stmt.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+@functools.cache
+def catalogue() -> tuple[FieldInfo, ...]:
+    return tuple(
+        FieldInfo(
+            f.name,
+            f.metadata["kind"],
+            f.default,
+            f.metadata["choices"],
+            f.metadata["minimum"],
+        )
+        for f in fields(Settings)
+        if "kind" in f.metadata
+    )
+
+
+def _info(name: str) -> FieldInfo:
+    for info in catalogue():
+        if info.name == name:
+            return info
+    raise KeyError(name)
+
+
+# ---- durations -------------------------------------------------------------------------------
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """``"1m30s"`` -> 90.0 seconds; Go's syntax without a sign. ``ValueError`` on anything else."""
+    s = text.strip()
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError("empty duration")
+    total, pos = 0.0, 0
+    while pos < len(s):
+        m = _PART.match(s, pos)
+        if m is None:
+            raise ValueError(f"not a duration: {text!r}")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact spelling among ``h``, ``m``, ``s``, ``ms`` (``0.5`` -> ``500ms``)."""
+    if seconds == 0:
+        return "0"
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3)):
+        count = seconds / size
+        if math.isclose(count, round(count), rel_tol=0, abs_tol=1e-9) and round(count) >= 1:
+            return f"{round(count)}{unit}"
+    return f"{seconds * 1000:g}ms"
+
+
+# ---- value conversion ------------------------------------------------------------------------
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def _convert(info: FieldInfo, value: Any, source: str, *, text: bool) -> Any:
+    """``value`` (a string when ``text``, else a YAML or flag value) as the field's type."""
+    kind = info.kind
+    if kind == BOOL:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ConfigError(source, f"not a boolean: {value!r} (use true or false)")
+    if kind == LIST:
+        if isinstance(value, str) and text:
+            return tuple(p.strip() for p in value.split(",") if p.strip())
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(source, f"not a list of strings: {value!r}")
+    if kind == PATH:
+        if value is None or value == "":
+            return None
+        if isinstance(value, str | os.PathLike):
+            return Path(value)
+        raise ConfigError(source, f"not a path: {value!r}")
+    if kind == DURATION:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+            return 0.0
+        if not isinstance(value, str):
+            raise ConfigError(source, f"not a duration: {value!r} (give a unit, e.g. '30s' or '500ms')")
+        try:
+            return parse_duration(value)
+        except ValueError:
+            raise ConfigError(source, f"not a duration: {value!r} (e.g. '500ms', '60s', '5m')") from None
+    if kind in (INT, FLOAT):
+        number: float
+        if isinstance(value, bool):
+            raise ConfigError(source, f"not a number: {value!r}")
+        if isinstance(value, int | float):
+            number = value
+        elif isinstance(value, str):
+            try:
+                number = int(value) if kind == INT else float(value)
+            except ValueError:
+                raise ConfigError(
+                    source, f"not {'an integer' if kind == INT else 'a number'}: {value!r}"
+                ) from None
+        else:
+            raise ConfigError(source, f"not a number: {value!r}")
+        if kind == INT and not float(number).is_integer():
+            raise ConfigError(source, f"not an integer: {value!r}")
+        if not math.isfinite(number):
+            raise ConfigError(source, f"not a finite number: {value!r}")
+        return int(number) if kind == INT else float(number)
+    # STR and CHOICE
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ConfigError(source, f"not a string: {value!r}")
+    if kind == CHOICE and value not in info.choices:
+        raise ConfigError(source, f"{value!r} is not one of {', '.join(info.choices)}")
+    return value
+
+
+# ---- layers ----------------------------------------------------------------------------------
+
+
+def _file_layer(path: Path) -> dict[str, tuple[Any, str]]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(str(path), f"cannot read config file: {e.strerror or e}") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(str(path), f"invalid YAML{where}: {getattr(e, 'problem', None) or e}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "expected a mapping of setting names to values")
+    known = {i.name: i for i in catalogue()}
+    out: dict[str, tuple[Any, str]] = {}
+    for key, value in data.items():
+        source = f"{path}: {key}"
+        if key not in known:
+            hint = key.replace("-", "_") if isinstance(key, str) else ""
+            extra = f" (did you mean {hint!r}?)" if hint in known else ""
+            raise ConfigError(source, f"unknown setting{extra}")
+        out[key] = (_convert(known[key], value, source, text=False), source)
+    return out
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    out: dict[str, tuple[Any, str]] = {}
+    for info in catalogue():
+        for name in (*ENV_ALIASES.get(info.name, ()), info.env):
+            if name in env:
+                out[info.name] = (_convert(info, env[name], name, text=True), name)
+    return out
+
+
+def _flag_layer(flags: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    known = {i.name: i for i in catalogue()}
+    out: dict[str, tuple[Any, str]] = {}
+    for key, value in flags.items():
+        if value is None:
+            continue  # not given on the command line
+        if key not in known:
+            raise ConfigError(f"--{key.replace('_', '-')}", "unknown setting")
+        info = known[key]
+        out[key] = (_convert(info, value, info.flag, text=isinstance(value, str)), info.flag)
+    return out
+
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``host:port`` (``:8080`` listens everywhere) -> (host, port); ``ValueError`` otherwise."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"not host:port: {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _validate(s: Settings) -> None:
+    def fail(name: str, detail: str) -> None:
+        raise ConfigError(s.origin(name), detail)
+
+    for info in catalogue():
+        value = getattr(s, info.name)
+        if info.kind == DURATION and value < 0:
+            fail(info.name, "must not be negative")
+        if info.minimum is not None and value < info.minimum:
+            shown = format_duration(info.minimum) if info.kind == DURATION else f"{info.minimum:g}"
+            fail(info.name, f"must be at least {shown}")
+    if len(s.node_name) > 253 or not _DNS_SUBDOMAIN.fullmatch(s.node_name):
+        fail("node_name", f"{s.node_name!r} is not a valid object name (lowercase DNS subdomain)")
+    if not s.podresources:
+        fail("podresources", "must not be empty")
+    if s.debounce > s.max_delay:
+        fail("debounce", f"{format_duration(s.debounce)} exceeds max_delay {format_duration(s.max_delay)}")
+    if s.retry_base > s.retry_cap:
+        fail(
+            "retry_base", f"{format_duration(s.retry_base)} exceeds retry_cap {format_duration(s.retry_cap)}"
+        )
+    if s.lease_duration and s.lease_duration < 1:
+        fail("lease_duration", "must be 0 (off) or at least 1s")
+    if s.http_address:
+        try:
+            parse_address(s.http_address)
+        except ValueError as e:
+            fail("http_address", str(e))
+
+
+def load_settings(
+    *,
+    config_file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+    hostname: Callable[[], str] = socket.gethostname,
+) -> Settings:
+    """Defaults < ``config_file`` (else ``$RTE_CONFIG``) < ``env`` (default ``os.environ``) < ``flags``.
+
+    ``flags`` maps field names to flag values; ``None`` means "not given". Raises
+    :class:`ConfigError` naming the layer and key of the first bad value.
+    """
+    environ = os.environ if env is None else env
+    path = config_file or environ.get(CONFIG_FILE_ENV) or None
+    layers: dict[str, tuple[Any, str]] = {}
+    if path:
+        layers.update(_file_layer(Path(path)))
+    layers.update(_env_layer(environ))
+    layers.update(_flag_layer(flags or {}))
+    origins = {k: source for k, (_, source) in layers.items()}
+    settings = replace(Settings(), origins=origins, **{k: v for k, (v, _) in layers.items()})
+    if not settings.node_name:
+        settings = replace(settings, node_name=hostname().lower())
+    _validate(settings)
+    return settings
+
+
+def settings_as_dict(s: Settings) -> dict[str, Any]:
+    """Plain values in the file format: durations as strings, paths as strings, None as ``""``."""
+    out: dict[str, Any] = {}
+    for info in catalogue():
+        value = getattr(s, info.name)
+        if info.kind == DURATION:
+            value = format_duration(value)
+        elif info.kind == PATH:
+            value = "" if value is None else str(value)
+        elif info.kind == LIST:
+            value = list(value)
+        out[info.name] = value
+    return out
+
+
+def dump_settings(s: Settings) -> str:
+    """The effective settings as a YAML config file (loadable with ``--config``), with comments."""
+    import yaml
+
+    lines = []
+    values = settings_as_dict(s)
+    for info in catalogue():
+        if info.doc:
+            lines.append(f"# {info.doc}")
+        origin = s.origin(info.name)
+        text = yaml.safe_dump({info.name: values[info.name]}, default_flow_style=True, width=10**6).strip()
+        if text.startswith("{") and text.endswith("}"):
+            text = text[1:-1]
+        lines.append(text if origin == "default" else f"{text}  # from {origin}")
+    return "\n".join(lines) + "\n"
