@@ -1,0 +1,200 @@
+"""The agent's reading side, with the state that lives across cycles.
+
+* the machine (sysfs) is read at start and again when allocatable is refreshed (hugepage pools
+  and online CPUs can change at runtime);
+* the kubelet config is re-read when its file (or a drop-in) changes, checked by metadata on
+  every scan, so a kubelet reconfiguration reaches the NRT without restarting the agent;
+* ``GetAllocatableResources`` is cached and re-read only when marked stale (periodically, on
+  device plugin changes, after the kubelet came back); a kubelet without it is remembered, so it
+  costs one warning, not one per cycle;
+* the last List is kept with its digest, so a poll can tell "changed" from "same again".
+
+Errors: :class:`~rte.errors.UnavailableError` (kubelet down), :class:`~rte.errors.InputError`
+(bad data); each kubelet failure is reported to ``on_kubelet_error(method, kind)`` first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from rte.agent.accounting import Accounting
+from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.kubelet import KubeletReader, Listing
+from rte.agent.podset import PodGlob
+from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
+from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.machine import Machine
+from rte.model.pod import Pod
+from rte.model.topology import NodeTopology
+from rte.podres.types import AllocatableResources
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+ErrorHook = Callable[[str, str], None]
+ZoneAttributes = Callable[[Machine], Mapping[int, Mapping[str, str]]]
+
+
+def error_kind(error: BaseException) -> str:
+    """A metric label for an error: not_supported, unavailable, invalid or other."""
+    if isinstance(error, NotSupportedError):
+        return "not_supported"
+    if isinstance(error, UnavailableError):
+        return "unavailable"
+    if isinstance(error, InputError):
+        return "invalid"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One computed result."""
+
+    topology: NodeTopology
+    accounting: Accounting
+    listing: Listing
+    seconds: float
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class KubeletConfigCache:
+    """The kubelet config, re-read only when the file or its drop-in directory changed."""
+
+    def __init__(self, path: Path | None, config_dir: Path | None) -> None:
+        self.path = path
+        self.config_dir = config_dir
+        self._key: object = None
+        self._config: KubeletConfig | None = None
+
+    def _fingerprint(self) -> object:
+        assert self.path is not None
+        drop_ins: tuple[object, ...] = ()
+        if self.config_dir is not None:
+            try:
+                names = sorted(n for n in os.listdir(self.config_dir) if n.endswith(".conf"))
+            except OSError:
+                names = []
+            drop_ins = tuple((n, _stamp(self.config_dir / n)) for n in names)
+        return (_stamp(self.path), drop_ins)
+
+    def get(self) -> KubeletConfig | None:
+        if self.path is None:
+            return None
+        key = self._fingerprint()
+        if key != self._key or self._config is None:
+            config = load_kubelet_config(self.path, self.config_dir)  # InputError when bad or absent
+            if self._config is not None and config != self._config:
+                log.info("kubelet config %s changed; re-read", self.path)
+            self._config, self._key = config, key
+        return self._config
+
+
+class Scanner:
+    """Reads the node and computes its NodeTopology; used by the loop thread only."""
+
+    def __init__(
+        self,
+        *,
+        node_name: str,
+        reader: KubeletReader,
+        machine_loader: Callable[[], Machine],
+        kubelet_config: KubeletConfigCache,
+        method: str,
+        informer_mode: str,
+        exclude: Iterable[PodGlob] = (),
+        zone_attributes: ZoneAttributes | None = None,
+        on_kubelet_error: ErrorHook | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.node_name = node_name
+        self.reader = reader
+        self._load_machine = machine_loader
+        self._config = kubelet_config
+        self._method = method
+        self._informer_mode = informer_mode
+        self._exclude = tuple(exclude)
+        self._zone_attributes = zone_attributes
+        self._on_error = on_kubelet_error or (lambda method, kind: None)
+        self._clock = clock
+        self.machine = machine_loader()
+        self._machine_stale = False
+        self._allocatable: AllocatableResources | None = None
+        self._allocatable_stale = True
+        self._allocatable_supported = True
+        self.listing: Listing | None = None
+
+    def _kubelet(self, method: str, call: Callable[[], T]) -> T:
+        try:
+            return call()
+        except RteError as e:
+            self._on_error(method, error_kind(e))
+            raise
+
+    def poll(self) -> bool:
+        """List now; True when the result differs from the last one seen (first time: True)."""
+        listing = self._kubelet("List", self.reader.list)
+        changed = self.listing is None or listing.digest != self.listing.digest
+        self.listing = listing
+        return changed
+
+    def mark_allocatable_stale(self, *, machine: bool = False) -> None:
+        """Re-read allocatable (and sysfs when ``machine``) on the next scan."""
+        self._allocatable_stale = True
+        self._machine_stale = self._machine_stale or machine
+
+    def _refresh(self) -> None:
+        if self._machine_stale:
+            self.machine = self._load_machine()
+            self._machine_stale = False
+        if not self._allocatable_stale:
+            return
+        try:
+            allocatable = self._kubelet("GetAllocatableResources", self.reader.get_allocatable)
+        except NotSupportedError as e:
+            if self._allocatable_supported:
+                log.warning("%s; allocatable comes from sysfs and the kubelet config", e)
+            self._allocatable_supported = False
+            allocatable = None
+        else:
+            if not self._allocatable_supported:
+                log.info("kubelet now offers GetAllocatableResources")
+            self._allocatable_supported = True
+            if self._allocatable is not None and allocatable != self._allocatable:
+                log.info("kubelet allocatable resources changed")
+        self._allocatable = allocatable
+        self._allocatable_stale = False
+
+    def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
+        """Compute the topology; ``fresh_list`` False reuses the last List (a poll just made it)."""
+        start = self._clock()
+        self._refresh()
+        if fresh_list or self.listing is None:
+            self.poll()
+        assert self.listing is not None
+        config = self._config.get()
+        extra = self._zone_attributes(self.machine) if self._zone_attributes else None
+        topology, accounting = compute_topology(
+            self.machine,
+            self.node_name,
+            config,
+            KubeletInputs(self._allocatable, self.listing.pods),
+            self._method,
+            specs=specs,
+            informer_mode=self._informer_mode,
+            exclude=self._exclude,
+            zone_attributes=extra,
+        )
+        return Scan(topology, accounting, self.listing, self._clock() - start)
