@@ -1,0 +1,156 @@
+"""End-to-end harness helpers: the real ``rte run`` process against the fake kubelet and apiserver.
+
+The agent runs as a subprocess (``python -m rte run``) with short intervals; the fake kubelet
+(real gRPC on a unix socket) and the apiserver double (real HTTP) run in the test process, so
+tests change the node or inject faults and then look at what the apiserver double stored.
+Every wait polls for a condition with a deadline; nothing sleeps blind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from fake_apiserver import FakeApiServer
+from fake_kubelet import FakeKubelet
+from rte.agent.compute import KubeletInputs, compute_topology
+from rte.host.kubelet_config import load_kubelet_config
+from rte.host.sysfs import read_machine
+from rte.model.nrt import to_nrt
+from rte.model.pod import Pod, pod_from_manifest
+from rte.podres import convert
+from rte.podres.files import PodResourcesFiles
+from rte.podres.v1 import api_pb2
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
+SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
+KUBELET_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+NODE = "worker-1"
+NRT = "noderesourcetopologies"
+METHOD = "with-exclusive-resources"
+
+T = TypeVar("T")
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 5.0, what: str = "condition") -> T:
+    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.1f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def expected_nrt(kubelet: FakeKubelet, api: FakeApiServer, *, pod_watch: bool = True) -> dict[str, Any]:
+    """What the agent must store for the fake kubelet's current state and the API's pods.
+
+    ``pod_watch`` False: the fingerprint follows the kubelet's List (no API pods known).
+    """
+    listing = api_pb2.ListPodResourcesResponse(pod_resources=kubelet.pods())
+    specs: dict[tuple[str, str], Pod] | None = None
+    if pod_watch:
+        specs = {}
+        for obj in api.list_objects("pods"):
+            if obj.get("spec", {}).get("nodeName") == NODE:
+                pod = pod_from_manifest(obj)
+                specs[pod.key] = pod
+    topology, _ = compute_topology(
+        read_machine(SYSFS, pci=False),
+        NODE,
+        load_kubelet_config(KUBELET_CONFIG),
+        KubeletInputs(
+            PodResourcesFiles(SCENARIO).get_allocatable(),  # the tests never change allocatable
+            convert.list_from_proto(listing, "fake kubelet"),
+        ),
+        METHOD,
+        specs=specs,
+    )
+    return to_nrt(topology)
+
+
+def content(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The parts of an NRT the agent computes (server metadata and owners left out)."""
+    if obj is None:
+        return None
+    return {
+        "zones": obj.get("zones"),
+        "attributes": obj.get("attributes"),
+        "topologyPolicies": obj.get("topologyPolicies"),
+        "annotations": obj.get("metadata", {}).get("annotations"),
+    }
+
+
+class AgentProcess:
+    """One ``rte run`` subprocess, its log, and its HTTP endpoints."""
+
+    def __init__(self, argv: list[str], log_path: Path, env: dict[str, str]) -> None:
+        self.argv = argv
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.returncode: int | None = None
+        self._port: int | None = None
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            found = wait_for(lambda: re.search(r'http="(\d+)"', self.log), 15, "the agent to start")
+            self._port = int(found.group(1))
+        return self._port
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metric(self, sample: str) -> float:
+        """The value of one sample, named exactly as exposed (``name{label="v"}`` or ``name``)."""
+        _, body = self.get("/metrics")
+        for line in body.splitlines():
+            key, _, value = line.rpartition(" ")
+            if key == sample:
+                return float(value)
+        raise AssertionError(f"no sample {sample} in /metrics")
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.returncode is None:
+            if self.alive:
+                self.proc.send_signal(signal.SIGTERM)
+            self.returncode = self.proc.wait(timeout)
+            self._log.close()
+        return self.returncode
+
+
+AgentFactory = Callable[..., AgentProcess]
+
+
+def stored(api: FakeApiServer) -> dict[str, Any] | None:
+    return api.nrt(NODE)
+
+
+def dumps(obj: object) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True)
