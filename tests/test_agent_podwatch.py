@@ -1,0 +1,181 @@
+"""The node-scoped pod watch, through the real kubernetes client against the apiserver double."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_api_helpers import NODE, wait_until
+from apiserver_double import FakeApiServer
+from rte.agent.kube import load_api_client
+from rte.agent.podwatch import NodePodWatch
+
+pytest_plugins = ["apiserver_double.pytest_plugin"]
+
+GUARANTEED = [
+    {
+        "name": "main",
+        "image": "pause",
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "2", "memory": "1Gi"}},
+    }
+]
+
+
+class Changes:
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.count += 1
+
+
+@pytest.fixture
+def api_client(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Any]:
+    client = load_api_client(str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")), qps=0)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def changes() -> Changes:
+    return Changes()
+
+
+@pytest.fixture
+def watch(api_client: Any, changes: Changes) -> Iterator[NodePodWatch]:
+    w = NodePodWatch(api_client, NODE, on_change=changes, backoff_base=0.01, backoff_cap=0.05)
+    yield w
+    w.stop()
+
+
+def names(watch: NodePodWatch) -> list[str]:
+    return sorted(f"{ns}/{name}" for ns, name in watch.pods())
+
+
+def wait_for(watch: NodePodWatch, expected: list[str]) -> None:
+    wait_until(lambda: names(watch) == expected, what=f"pods {expected} (have {names(watch)})")
+
+
+def test_it_lists_then_follows_the_pods_of_its_node_only(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch, changes: Changes
+) -> None:
+    fake_apiserver.add_pod("a", node_name=NODE, containers=GUARANTEED)
+    fake_apiserver.add_pod("other", node_name="worker-2")
+    fake_apiserver.add_pod("pending")  # not bound yet
+    assert not watch.synced()
+    watch.start()
+    assert watch.wait_synced(5)
+    assert names(watch) == ["default/a"]
+    assert watch.pods()[("default", "a")].qos_class == "Guaranteed"
+    assert changes.count == 1
+
+    assert fake_apiserver.wait_for_watches(1)
+    fake_apiserver.add_pod("b", namespace="team", node_name=NODE)
+    fake_apiserver.add_pod("c", node_name="worker-2")
+    wait_for(watch, ["default/a", "team/b"])
+    fake_apiserver.delete_pod("a")
+    wait_for(watch, ["team/b"])
+    assert changes.count == 3
+    list_queries = [r.query for r in fake_apiserver.requests if r.resource == "pods"]
+    assert all(q["fieldSelector"] == f"spec.nodeName={NODE}" for q in list_queries)
+    assert list_queries[0]["resourceVersion"] == "0", "the first list is served from the watch cache"
+
+
+def test_a_status_only_update_does_not_count_as_a_change(
+    fake_apiserver: FakeApiServer, kube_api_client: Any, watch: NodePodWatch, changes: Changes
+) -> None:
+    from kubernetes import client
+
+    fake_apiserver.add_pod("a", node_name=NODE, phase="Pending")
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    core = client.CoreV1Api(kube_api_client)
+    core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"seen": "yes"}}})
+    core.patch_namespaced_pod("a", "default", {"status": {"phase": "Running"}})
+    wait_until(lambda: watch.pods()[("default", "a")].phase == "Running", what="the phase change")
+    assert changes.count == 2, "the list, then the phase change; the label patch changed no Pod value"
+
+
+def test_it_survives_a_cleanly_ended_and_a_cut_watch_without_relisting(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    fake_apiserver.drop_watches()
+    fake_apiserver.add_pod("a", node_name=NODE)
+    wait_for(watch, ["default/a"])
+    assert fake_apiserver.wait_for_watches(1)
+    fake_apiserver.drop_watches(abrupt=True)
+    fake_apiserver.add_pod("b", node_name=NODE)
+    wait_for(watch, ["default/a", "default/b"])
+    assert watch.relists == 1, "both resumed from the last resourceVersion"
+
+
+def test_an_expired_watch_lists_again_and_sees_what_happened_meanwhile(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    fake_apiserver.add_pod("a", node_name=NODE)
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    fake_apiserver.expire_watches()  # ERROR 410 on the open watch
+    wait_until(lambda: watch.relists == 2, what="a relist after 410")
+    # Resuming from a compacted resourceVersion after a cut is a 410 too.
+    assert fake_apiserver.wait_for_watches(1)
+    fake_apiserver.refuse_connections()
+    fake_apiserver.delete_pod("a")
+    fake_apiserver.add_pod("b", node_name=NODE)
+    fake_apiserver.compact()
+    fake_apiserver.accept_connections()
+    wait_for(watch, ["default/b"])
+    assert watch.relists == 3
+
+
+def test_an_unreachable_apiserver_is_retried_until_it_answers(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    fake_apiserver.add_pod("a", node_name=NODE)
+    with fake_apiserver.offline():
+        watch.start()
+        wait_until(lambda: watch.failures >= 2, what="failed attempts")
+        assert not watch.synced()
+    assert watch.wait_synced(5)
+    assert names(watch) == ["default/a"]
+
+
+def test_a_server_error_on_the_list_is_retried(fake_apiserver: FakeApiServer, watch: NodePodWatch) -> None:
+    fake_apiserver.faults.fail_next(2, 500, verb="list", resource="pods")
+    watch.start()
+    assert watch.wait_synced(5)
+    assert watch.failures == 2
+
+
+def test_stop_ends_the_thread_and_closes_the_watch(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    watch.stop()
+    wait_until(lambda: fake_apiserver.open_watches == 0, what="the watch to close")
+    assert watch._thread is None
+
+
+def test_a_failing_callback_does_not_stop_the_watch(fake_apiserver: FakeApiServer, api_client: Any) -> None:
+    def explode() -> None:
+        raise RuntimeError("callback bug")
+
+    watch = NodePodWatch(api_client, NODE, on_change=explode, backoff_base=0.01)
+    try:
+        watch.start()
+        assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+        fake_apiserver.add_pod("a", node_name=NODE)
+        wait_for(watch, ["default/a"])
+    finally:
+        watch.stop()
