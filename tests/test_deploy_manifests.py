@@ -1,0 +1,279 @@
+"""deploy/: schema validity, the security we promise, exact RBAC, and the admission policy's CEL."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from check_manifests import OLDEST, problems
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+AGENT = "system:serviceaccount:rte:rte-agent"
+NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+
+
+@cache
+def objects(name: str) -> tuple[dict[str, Any], ...]:
+    return tuple(d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d is not None)
+
+
+def one(name: str, kind: str, object_name: str | None = None) -> dict[str, Any]:
+    found = [
+        o
+        for o in objects(name)
+        if o["kind"] == kind and (object_name is None or o["metadata"]["name"] == object_name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {object_name or ''} in {name}, found {len(found)}"
+    return found[0]
+
+
+def pod_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = one("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]
+    return spec
+
+
+def containers() -> list[dict[str, Any]]:
+    spec = pod_spec()
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+# -- schemas --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("manifest", sorted(p.name for p in DEPLOY.glob("*.yaml")))
+def test_every_manifest_validates_strictly_against_the_kubernetes_schemas(manifest: str) -> None:
+    assert problems(DEPLOY / manifest, [OLDEST, "1.37.0"]) == []
+
+
+def test_the_schema_check_catches_a_misspelt_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        (DEPLOY / "daemonset.yaml").read_text().replace("readOnlyRootFilesystem", "readOnlyRootFileSystem")
+    )
+    assert any("readOnlyRootFileSystem" in line for line in problems(bad, [OLDEST]))
+
+
+# -- the pod's security ---------------------------------------------------------------------------
+
+
+def test_every_container_drops_all_capabilities_and_cannot_escalate() -> None:
+    for c in containers():
+        sc = c["securityContext"]
+        assert sc["capabilities"] == {"drop": ["ALL"]}, c["name"]
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["readOnlyRootFilesystem"] is True
+        assert sc.get("privileged", False) is False
+        profile = sc.get("seccompProfile") or pod_spec()["securityContext"]["seccompProfile"]
+        assert profile == {"type": "RuntimeDefault"}
+
+
+def test_no_host_namespaces_and_no_service_link_variables() -> None:
+    spec = pod_spec()
+    assert not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC")
+    assert spec["enableServiceLinks"] is False
+
+
+def test_every_host_path_is_mounted_read_only_and_the_kubelet_root_is_not_mounted() -> None:
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in pod_spec()["volumes"] if "hostPath" in v}
+    assert sorted(host_paths.values()) == [
+        "/sys",
+        "/var/lib/kubelet/config.yaml",
+        "/var/lib/kubelet/device-plugins",
+        "/var/lib/kubelet/pod-resources",
+    ]
+    for c in containers():
+        for mount in c.get("volumeMounts", []):
+            if mount["name"] in host_paths:
+                assert mount.get("readOnly") is True, mount["name"]
+    # The pod-resources socket is reached through its directory, never a file mount.
+    kinds = {
+        v["hostPath"]["path"]: v["hostPath"].get("type") for v in pod_spec()["volumes"] if "hostPath" in v
+    }
+    assert kinds["/var/lib/kubelet/pod-resources"] == "Directory"
+
+
+def test_root_is_used_only_with_every_capability_dropped() -> None:
+    for c in containers():
+        sc = c["securityContext"]
+        if sc.get("runAsUser") == 0:
+            assert sc["capabilities"]["drop"] == ["ALL"] and sc["allowPrivilegeEscalation"] is False
+
+
+def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_mounts() -> None:
+    (agent,) = pod_spec()["containers"]
+    env = {e["name"]: e for e in agent["env"]}
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    mounts = [m["mountPath"] for m in agent["volumeMounts"]]
+    socket = env["RTE_PODRESOURCES"]["value"].removeprefix("unix://")
+    for path in (env["RTE_SYSFS_ROOT"]["value"], socket, env["RTE_KUBELET_CONFIG"]["value"]):
+        assert any(path == m or path.startswith(m + "/") for m in mounts), path
+
+
+def test_probes_resources_priority_and_tolerations() -> None:
+    spec = pod_spec()
+    (agent,) = spec["containers"]
+    port = {p["name"]: p["containerPort"] for p in agent["ports"]}
+    assert agent["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert agent["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    http_address = {e["name"]: e.get("value") for e in agent["env"]}["RTE_HTTP_ADDRESS"]
+    assert http_address.endswith(f":{port['http']}")
+    assert set(agent["resources"]["requests"]) == {"cpu", "memory"}
+    assert set(agent["resources"]["limits"]) == {"memory"}
+    assert {"operator": "Exists"} in spec["tolerations"]
+    priority = one("daemonset.yaml", "PriorityClass", spec["priorityClassName"])
+    assert priority["value"] <= 1_000_000_000, "user-defined classes cannot go higher"
+
+
+# -- RBAC -----------------------------------------------------------------------------------------
+
+
+def rules(kind: str) -> set[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+    out = set()
+    for rule in one("daemonset.yaml", kind)["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out.add((group, resource, tuple(sorted(rule["verbs"])), tuple(rule.get("resourceNames", ()))))
+    return out
+
+
+def test_the_cluster_role_grants_exactly_what_the_agent_uses() -> None:
+    assert rules("ClusterRole") == {
+        ("topology.node.k8s.io", "noderesourcetopologies", ("create", "get", "patch"), ()),
+        ("", "nodes", ("get",), ()),
+        ("", "pods", ("list", "watch"), ()),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            ("get",),
+            ("noderesourcetopologies.topology.node.k8s.io",),
+        ),
+    }
+
+
+def test_leases_are_granted_by_a_namespaced_role_only() -> None:
+    role = one("daemonset.yaml", "Role")
+    assert role["metadata"]["namespace"] == "rte"
+    assert rules("Role") == {("coordination.k8s.io", "leases", ("create", "get", "update"), ())}
+
+
+def test_both_bindings_name_the_agents_service_account() -> None:
+    account = one("daemonset.yaml", "ServiceAccount")["metadata"]
+    assert pod_spec()["serviceAccountName"] == account["name"] == "rte-agent"
+    for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = one("daemonset.yaml", kind)
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rte-agent", "namespace": "rte"}]
+        assert binding["roleRef"]["name"] == one("daemonset.yaml", role_kind)["metadata"]["name"]
+
+
+# -- the CRD and the image ------------------------------------------------------------------------
+
+
+def test_the_crd_is_the_approved_cluster_scoped_two_version_api() -> None:
+    crd = one("crd-noderesourcetopologies.yaml", "CustomResourceDefinition")
+    assert crd["metadata"]["name"] == "noderesourcetopologies.topology.node.k8s.io"
+    assert crd["metadata"]["annotations"]["api-approved.kubernetes.io"] == (
+        "https://github.com/kubernetes/enhancements/pull/1870"
+    )
+    assert crd["spec"]["scope"] == "Cluster"
+    versions = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
+    assert versions == {"v1alpha1": (True, False), "v1alpha2": (True, True)}
+
+
+def test_the_image_runs_rte_run_as_a_non_root_user_by_default() -> None:
+    lines = [line.strip() for line in (DEPLOY / "Containerfile").read_text().splitlines()]
+    assert lines.count("FROM python:3.11-slim") == 1 and "FROM python:3.11-slim AS build" in lines
+    assert 'ENTRYPOINT ["rte", "run"]' in lines
+    user = [line for line in lines if line.startswith("USER ")]
+    assert user and not user[-1].removeprefix("USER ").startswith("0")
+
+
+# -- the admission policy -------------------------------------------------------------------------
+
+
+def cel(expression: str, activation: dict[str, Any]) -> Any:
+    import celpy
+
+    env = celpy.Environment()
+    return env.program(env.compile(expression)).evaluate(activation)
+
+
+def admit(
+    operation: str,
+    resource: str,
+    name: str,
+    *,
+    username: str = AGENT,
+    node: str | None = "worker-1",
+    namespace: str = "",
+    owners: list[dict[str, str]] | None = None,
+) -> bool | None:
+    """The policy's verdict: True (allowed), False (denied) or None (the policy does not apply)."""
+    import celpy
+
+    policy = one("admission-policy.yaml", "ValidatingAdmissionPolicy")
+    binding = one("admission-policy.yaml", "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    if not any(resource in r["resources"] and operation in r["operations"] for r in rules):
+        return None
+    extra = {NODE_NAME_KEY: [node]} if node is not None else {}
+    obj: dict[str, Any] = {"metadata": {"name": name, **({"ownerReferences": owners} if owners else {})}}
+    request = {
+        "operation": operation,
+        "name": name,
+        "namespace": namespace,
+        "resource": {"resource": resource},
+        "userInfo": {"username": username, "extra": extra},
+    }
+    activation: dict[str, Any] = {
+        "request": celpy.json_to_cel(request),
+        "object": None if operation == "DELETE" else celpy.json_to_cel(obj),
+        "oldObject": celpy.json_to_cel(obj) if operation != "CREATE" else None,
+    }
+    if not all(bool(cel(m["expression"], activation)) for m in policy["spec"]["matchConditions"]):
+        return None
+    variables: dict[Any, Any] = {}
+    for var in policy["spec"]["variables"]:
+        activation["variables"] = celpy.celtypes.MapType(variables)
+        variables[celpy.celtypes.StringType(var["name"])] = cel(var["expression"], activation)
+    activation["variables"] = celpy.celtypes.MapType(variables)
+    verdicts = [cel(v["expression"], activation) for v in policy["spec"]["validations"]]
+    # An evaluation error counts as a denial (failurePolicy: Fail).
+    return all(isinstance(v, celpy.celtypes.BoolType) and bool(v) for v in verdicts)
+
+
+def test_the_agent_may_write_the_nrt_and_lease_of_its_own_node() -> None:
+    assert admit("CREATE", "noderesourcetopologies", "worker-1") is True
+    assert admit(
+        "UPDATE", "noderesourcetopologies", "worker-1", owners=[{"kind": "Node", "name": "worker-1"}]
+    )
+    assert admit("CREATE", "leases", "worker-1", namespace="rte") is True
+    assert admit("UPDATE", "leases", "worker-1", namespace="rte") is True
+
+
+def test_the_agent_may_not_write_another_nodes_objects() -> None:
+    assert admit("UPDATE", "noderesourcetopologies", "worker-2") is False
+    assert admit("UPDATE", "leases", "worker-2", namespace="rte") is False
+    assert admit("DELETE", "noderesourcetopologies", "worker-2") is False
+
+
+def test_the_agent_may_not_hand_its_nrt_to_another_node_or_write_leases_elsewhere() -> None:
+    other_owner = [{"kind": "Node", "name": "worker-2"}]
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=other_owner) is False
+    rack = [{"kind": "Rack", "name": "r1"}, {"kind": "Node", "name": "worker-1"}]
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=rack) is True
+    assert admit("UPDATE", "leases", "worker-1", namespace="kube-node-lease") is False
+
+
+def test_a_token_without_a_node_name_is_refused() -> None:
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", node=None) is False
+    assert admit("CREATE", "noderesourcetopologies", "", node="") is False
+
+
+def test_other_users_are_not_judged_by_the_policy() -> None:
+    assert admit("UPDATE", "noderesourcetopologies", "worker-2", username="system:admin", node=None) is None
