@@ -16,6 +16,7 @@ The ``kubernetes`` package is imported lazily: ``rte dump`` and the consumer nev
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -97,10 +98,13 @@ def load_api_client(kubeconfig: str | None, *, qps: float = 5.0, timeout: float 
     works, naming the source and the reason in one line.
     """
     import urllib3
+    import yaml
     from kubernetes import client, config
 
     cfg = client.Configuration()
     source = kubeconfig or "in-cluster service account"
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        raise ConfigError(kubeconfig, "no such kubeconfig file")
     try:
         if kubeconfig:
             config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
@@ -109,7 +113,7 @@ def load_api_client(kubeconfig: str | None, *, qps: float = 5.0, timeout: float 
     except config.ConfigException as e:
         hint = "" if kubeconfig else " (pass --kubeconfig when running outside a cluster)"
         raise ConfigError(source, f"cannot load the apiserver configuration: {e}{hint}") from e
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as e:
         # A file that is missing, unreadable or not a kubeconfig at all.
         raise ConfigError(source, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
     cfg.retries = False
