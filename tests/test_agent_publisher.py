@@ -348,3 +348,16 @@ def test_owner_references_can_be_turned_off(api: FakeApiServer, api_client: Any)
     assert publisher.publish(topology()) is PublishOutcome.CREATED
     assert "ownerReferences" not in stored(api)["metadata"]
     assert api.count("get", "nodes") == 0
+
+
+def test_a_forbidden_node_read_publishes_without_owner_until_forget(
+    api: FakeApiServer, publisher: Publisher
+) -> None:
+    api.faults.fail_next(1, 403, verb="get", resource="nodes")
+    assert publisher.publish(topology()) is PublishOutcome.CREATED
+    assert "ownerReferences" not in stored(api)["metadata"]
+    assert publisher.publish(with_pods(topology(), 2)) is PublishOutcome.PATCHED
+    assert api.count("get", "nodes") == 1, "a 403 is not asked again on every publish"
+    publisher.forget()
+    assert publisher.publish(with_pods(topology(), 2)) is PublishOutcome.PATCHED
+    assert [r["uid"] for r in stored(api)["metadata"]["ownerReferences"]] == [api.node_uid(NODE)]

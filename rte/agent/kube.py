@@ -69,9 +69,8 @@ class TokenBucket:
 class _PacedPool:
     """Stands in for the REST client's urllib3 ``PoolManager``: paces and times out each request.
 
-    Both the old (<= v31) and the new generated clients end every call in
-    ``pool_manager.request(method, url, ..., timeout=...)``, so this is the one place that sees
-    all traffic whatever the client version.
+    The generated client ends every call in ``rest_client.pool_manager.request(method, url, ...,
+    timeout=...)``, so this is the one place that sees all traffic, typed calls and raw ones alike.
     """
 
     def __init__(self, inner: Any, bucket: TokenBucket | None, timeout: Any) -> None:

@@ -131,10 +131,14 @@ class Publisher:
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     def forget(self) -> None:
-        """Drop the cached server object and Node uid: the next publish reads both again."""
+        """Drop the cached server object and Node uid: the next publish reads both again.
+
+        Also retries reading the Node after a 403 (RBAC may have been fixed since).
+        """
         with self._lock:
             self._server = None
             self._node_uid = None
+            self._owner_forbidden = False
 
     def publish(self, topology: NodeTopology) -> PublishOutcome:
         """Make the stored NRT equal ``topology``; see :class:`PublishOutcome` for what happened.
