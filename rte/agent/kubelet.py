@@ -40,8 +40,6 @@ class KubeletReader(Protocol):
 
     def get_allocatable(self) -> AllocatableResources: ...
 
-    def wait_ready(self, timeout: float) -> None: ...
-
     def close(self) -> None: ...
 
 
@@ -84,9 +82,6 @@ class SocketReader:
     def get_allocatable(self) -> AllocatableResources:
         return self._client.get_allocatable()
 
-    def wait_ready(self, timeout: float) -> None:
-        self._client.wait_ready(timeout=timeout)
-
     def close(self) -> None:
         self._client.close()
 
@@ -107,9 +102,6 @@ class DirectoryReader:
 
     def get_allocatable(self) -> AllocatableResources:
         return self._files.get_allocatable()
-
-    def wait_ready(self, timeout: float) -> None:
-        return None
 
     def close(self) -> None:
         return None

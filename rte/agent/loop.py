@@ -244,7 +244,8 @@ class Agent:
     def _kubelet_failed(self, error: RteError) -> None:
         detail = str(error)
         if self._kubelet_down is None:
-            log.warning("kubelet podresources unavailable: %s; retrying with backoff", detail)
+            what = "sent bad data" if isinstance(error, InputError) else "unavailable"
+            log.warning("kubelet podresources %s: %s; retrying with backoff", what, detail)
         self._kubelet_down = detail
         self.status.problem("kubelet", detail)
 

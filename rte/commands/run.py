@@ -229,7 +229,7 @@ def run(
         closers.insert(0, cluster.close)
     try:
         if once:
-            _run_once(agent, reader, cluster, settings)
+            _run_once(agent, cluster, settings)
         else:
             _run_daemon(agent, cluster, settings, stop)
     finally:
@@ -257,14 +257,18 @@ def _close_within(timeout: float, closers: list[Callable[[], None]]) -> None:
         log.warning("clients did not close within %.1fs; exiting anyway", timeout)
 
 
-def _run_once(agent: Agent, reader: KubeletReader, cluster: _Cluster | None, settings: Settings) -> None:
-    reader.wait_ready(settings.kubelet_timeout)
+def _run_once(agent: Agent, cluster: _Cluster | None, settings: Settings) -> None:
     if cluster is not None and cluster.pod_watch is not None:
         cluster.pod_watch.start()
         if not cluster.pod_watch.wait_synced(settings.api_timeout):
             log.warning("pod watch not synced in time: the fingerprint follows the kubelet's List")
-    if not agent.run_once():
-        raise CycleFailed(agent.last_error or "cycle failed")
+    # A kubelet that is just starting gets kubelet_timeout to answer, as a daemon would wait.
+    deadline = time.monotonic() + settings.kubelet_timeout
+    while not agent.run_once():
+        error = agent.last_error or "cycle failed"
+        if not error.startswith("kubelet:") or time.monotonic() >= deadline:
+            raise CycleFailed(error)
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
     if agent.last_published is not None:
         log.info("NRT %s is up to date", settings.node_name)
 
