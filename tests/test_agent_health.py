@@ -1,0 +1,121 @@
+"""Liveness and readiness rules (injected clock) and the HTTP server that serves them."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from rte.agent.health import HealthServer
+from rte.agent.metrics import Registry
+from rte.agent.status import AgentStatus
+
+
+def status() -> AgentStatus:
+    return AgentStatus(ready_window=180.0, stall_timeout=300.0, idle_timeout=30.0)
+
+
+def test_a_new_agent_is_alive_but_not_ready() -> None:
+    s = status()
+    assert s.liveness(0.0) == (True, "starting")
+    assert s.readiness(0.0) == (False, "no successful publish yet")
+
+
+def test_ready_after_a_publish_until_it_is_older_than_the_window() -> None:
+    s = status()
+    s.succeeded(10.0)
+    assert s.readiness(100.0) == (True, "ok")
+    ok, reason = s.readiness(191.0)
+    assert not ok and "181s ago" in reason
+
+
+def test_a_failed_cycle_makes_the_agent_unready_until_the_next_success() -> None:
+    s = status()
+    s.succeeded(10.0)
+    s.failed("apiserver: connection refused")
+    assert s.readiness(11.0) == (False, "last cycle failed: apiserver: connection refused")
+    s.succeeded(12.0)
+    assert s.readiness(12.0)[0]
+
+
+def test_standing_problems_make_the_agent_unready_even_after_a_publish() -> None:
+    s = status()
+    s.succeeded(10.0)
+    s.problem("kubelet", "socket gone")
+    s.problem("crd", "not installed")
+    assert s.readiness(11.0) == (False, "crd: not installed; kubelet: socket gone")
+    s.problem("crd", None)
+    s.problem("kubelet", None)
+    assert s.readiness(11.0) == (True, "ok")
+
+
+def test_a_long_cycle_is_alive_until_the_stall_timeout() -> None:
+    s = status()
+    s.tick(0.0)
+    s.busy(1.0, "cycle")
+    assert s.liveness(200.0) == (True, "ok (cycle)")  # a slow apiserver: unready maybe, not dead
+    ok, reason = s.liveness(302.0)
+    assert not ok and reason == "stalled: cycle running for 301s"
+    s.idle(302.0)
+    assert s.liveness(303.0) == (True, "ok")
+
+
+def test_an_idle_loop_that_stops_ticking_is_dead() -> None:
+    s = status()
+    s.tick(0.0)
+    assert s.liveness(29.0)[0]
+    assert s.liveness(31.0) == (False, "stalled: loop has not ticked for 31s")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[HealthServer, AgentStatus, Clock]]:
+    s, clock = status(), Clock()
+    registry = Registry()
+    registry.counter("rte_test_total", "A test counter.").inc()
+    server = HealthServer("127.0.0.1", 0, s, registry, clock=clock).start()
+    try:
+        yield server, s, clock
+    finally:
+        server.stop()
+
+
+def get(server: HealthServer, path: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=5) as r:
+            return r.status, r.headers["Content-Type"], r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read().decode()
+
+
+def test_probes_answer_200_or_503_with_the_reason(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+    server, s, clock = served
+    assert get(server, "/readyz")[0::2] == (503, "no successful publish yet\n")
+    s.tick(clock.now)
+    s.succeeded(clock.now)
+    assert get(server, "/readyz")[0::2] == (200, "ok\n")
+    assert get(server, "/healthz")[0::2] == (200, "ok\n")
+    clock.now += 60
+    assert get(server, "/healthz")[0::2] == (503, "stalled: loop has not ticked for 60s\n")
+
+
+def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+    server, _, _ = served
+    code, content_type, body = get(server, "/metrics")
+    assert code == 200
+    assert content_type == "text/plain; version=0.0.4; charset=utf-8"
+    assert "rte_test_total 1\n" in body
+
+
+def test_unknown_paths_are_404(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+    server, _, _ = served
+    assert get(server, "/nope")[0] == 404

@@ -1,0 +1,105 @@
+"""`rte run --once` through the CLI (no cluster), and the agent's log formats."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from fake_kubelet import FakeKubelet
+from rte.agent.logs import configure_logging
+from rte.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
+SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
+CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    rte_level = logging.getLogger("rte").level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.getLogger("rte").setLevel(rte_level)
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["run", "--node-name", "n1", "--sysfs", str(SYSFS), *args], env={})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_once_without_publishing_prints_the_same_object_as_dump() -> None:
+    code, out, err = run(
+        "--once", "--no-publish", "--podresources", str(SCENARIO), "--kubelet-config", str(CONFIG)
+    )
+    assert code == 0, err
+    args = ["dump", "--node-name", "n1", "--sysfs", str(SYSFS), "--podresources", str(SCENARIO)]
+    dumped = CliRunner().invoke(main, [*args, "--kubelet-config", str(CONFIG), "-o", "yaml"])
+    assert yaml.safe_load(out) == yaml.safe_load(dumped.stdout)
+
+
+def test_once_reads_the_kubelet_over_its_socket_and_prints_json() -> None:
+    with FakeKubelet(scenario=SCENARIO) as kubelet:
+        code, out, err = run("--once", "--no-publish", "-o", "json", "--podresources", kubelet.endpoint)
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["metadata"]["name"] == "n1"
+    assert [z["name"] for z in obj["zones"]] == ["node-0", "node-1"]
+
+
+def test_once_fails_with_status_1_and_one_line_when_the_kubelet_is_absent(tmp_path: Path) -> None:
+    socket = tmp_path / "absent.sock"
+    code, out, err = run(
+        "--once", "--no-publish", "--podresources", f"unix://{socket}", "--kubelet-timeout", "300ms"
+    )
+    assert code == 1
+    assert out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("rte: error: kubelet: kubelet podresources GetAllocatableResources at unix://")
+    assert "No such file or directory" in last
+
+
+def test_once_with_a_broken_sysfs_root_is_an_input_error(tmp_path: Path) -> None:
+    code, _, err = run("--once", "--no-publish", "--podresources", str(SCENARIO), "--sysfs", str(tmp_path))
+    assert code == 2
+    assert err.strip().splitlines()[-1] == f"rte: error: {tmp_path}: not a sysfs root: neither" + (
+        " devices/system/node nor devices/system/cpu exists"
+    )
+
+
+def test_json_logs_carry_time_level_logger_message_and_fields() -> None:
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    log = logging.getLogger("rte.agent.test")
+    log.info("published %s", "n1", extra={"outcome": "patched", "reasons": ["kubelet"]})
+    log.debug("not shown at info")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("cycle failed")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert len(lines) == 2
+    first = lines[0]
+    assert first["level"] == "info" and first["logger"] == "rte.agent.test" and first["msg"] == "published n1"
+    assert first["outcome"] == "patched" and first["reasons"] == ["kubelet"]
+    assert first["ts"].endswith("Z") and "T" in first["ts"]
+    assert lines[1]["level"] == "error" and "ValueError: boom" in lines[1]["error"]
+
+
+def test_text_logs_are_one_line_with_fields_as_key_value() -> None:
+    stream = io.StringIO()
+    configure_logging("debug", "text", stream)
+    logging.getLogger("rte.x").debug("started", extra={"node": "n1", "http": 8080})
+    logging.getLogger("urllib3").debug("library chatter stays out at debug")
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith(' DEBUG   rte.x: started node="n1" http=8080')

@@ -1,0 +1,201 @@
+"""Agent settings: layering, durations, validation messages, --dump-config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from rte.cli import main
+from rte.errors import ConfigError
+from rte.settings import (
+    Settings,
+    catalogue,
+    dump_settings,
+    format_duration,
+    load_settings,
+    parse_duration,
+)
+
+
+def load(**kwargs: object) -> Settings:
+    kwargs.setdefault("env", {})
+    return load_settings(hostname=lambda: "Host-1", **kwargs)  # type: ignore[arg-type]
+
+
+def test_defaults_need_nothing_but_a_host_name() -> None:
+    s = load()
+    assert s.node_name == "host-1"  # lower-cased: object names are DNS subdomains
+    assert s.poll_interval == 0.5
+    assert s.resync_interval == 60.0
+    assert s.sysfs_root == Path("/sys")
+    assert s.kubelet_config is None
+    assert s.origin("poll_interval") == "default"
+
+
+def test_each_layer_overrides_the_one_below(tmp_path: Path) -> None:
+    config = tmp_path / "rte.yaml"
+    config.write_text("poll_interval: 2s\nresync_interval: 5m\nlog_level: debug\nnode_name: from-file\n")
+    s = load(
+        config_file=config,
+        env={"RTE_RESYNC_INTERVAL": "90s", "NODE_NAME": "from-env", "RTE_LOG_LEVEL": "warning"},
+        flags={"log_level": "error", "poll_interval": None},
+    )
+    assert s.poll_interval == 2.0  # file
+    assert s.resync_interval == 90.0  # env over file
+    assert s.node_name == "from-env"  # NODE_NAME over file
+    assert s.log_level == "error"  # flag over env
+    assert s.origin("resync_interval") == "RTE_RESYNC_INTERVAL"
+    assert s.origin("poll_interval") == f"{config}: poll_interval"
+    assert s.origin("log_level") == "--log-level"
+
+
+def test_rte_node_name_beats_the_downward_api_variable() -> None:
+    s = load(env={"NODE_NAME": "downward", "RTE_NODE_NAME": "explicit"})
+    assert s.node_name == "explicit"
+
+
+def test_the_config_file_can_come_from_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("debounce: 20ms\n")
+    assert load(env={"RTE_CONFIG": str(config)}).debounce == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0", 0.0),
+        ("500ms", 0.5),
+        ("60s", 60.0),
+        ("1m", 60.0),
+        ("1m30s", 90.0),
+        ("1.5h", 5400.0),
+        ("250us", 0.00025),
+    ],
+)
+def test_durations_use_go_syntax(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "fast", "10", "-1s", "1 s", "5d", "s"])
+def test_malformed_durations_are_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.5, "500ms"), (60, "1m"), (90, "90s"), (3600, "1h"), (0, "0")]
+)
+def test_durations_print_in_their_shortest_exact_unit(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_a_bad_environment_value_names_the_variable() -> None:
+    with pytest.raises(ConfigError) as err:
+        load(env={"RTE_POLL_INTERVAL": "fast"})
+    assert str(err.value).startswith("RTE_POLL_INTERVAL: not a duration: 'fast'")
+
+
+def test_a_bare_number_in_the_file_is_not_taken_for_seconds(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("resync_interval: 60\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: resync_interval: not a duration: 60 \(give a unit"):
+        load(config_file=config)
+
+
+def test_unknown_keys_in_the_file_are_errors_with_a_hint(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("poll-interval: 1s\n")
+    with pytest.raises(
+        ConfigError, match=r"c.yaml: poll-interval: unknown setting \(did you mean 'poll_interval'\?\)"
+    ):
+        load(config_file=config)
+
+
+def test_unknown_rte_environment_variables_are_ignored() -> None:
+    # Kubernetes injects <SERVICE>_PORT variables; a Service named rte-... must not break startup.
+    assert load(env={"RTE_METRICS_PORT": "tcp://10.0.0.1:8080"}).poll_interval == 0.5
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RTE_PUBLISH": "maybe"}, "RTE_PUBLISH: not a boolean: 'maybe'"),
+        ({"RTE_KUBELET_BURST": "2.5"}, "RTE_KUBELET_BURST: not an integer: '2.5'"),
+        (
+            {"RTE_FINGERPRINT_METHOD": "some"},
+            "RTE_FINGERPRINT_METHOD: 'some' is not one of with-exclusive-resources, all",
+        ),
+        ({"RTE_RESYNC_INTERVAL": "100ms"}, "RTE_RESYNC_INTERVAL: must be at least 1s"),
+        ({"RTE_DEBOUNCE": "2s"}, "RTE_DEBOUNCE: 2s exceeds max_delay 1s"),
+        ({"RTE_NODE_NAME": "Bad_Name"}, "RTE_NODE_NAME: 'Bad_Name' is not a valid object name"),
+        ({"RTE_HTTP_ADDRESS": "localhost"}, "RTE_HTTP_ADDRESS: not host:port: 'localhost'"),
+        ({"RTE_LEASE_DURATION": "500ms"}, "RTE_LEASE_DURATION: must be 0 (off) or at least 1s"),
+        ({"RTE_KUBELET_QPS": "0"}, "RTE_KUBELET_QPS: must be at least 0.1"),
+    ],
+)
+def test_invalid_values_are_one_line_errors_naming_the_key(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load(env=env)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_empty_paths_turn_optional_inputs_off_and_lists_split_on_commas() -> None:
+    s = load(env={"RTE_NOTIFY_FILE": "", "RTE_POD_EXCLUDE": "kube-system/*, monitoring/node-exporter-*"})
+    assert s.notify_file is None
+    assert s.pod_exclude == ("kube-system/*", "monitoring/node-exporter-*")
+
+
+def test_every_setting_has_a_docstring_an_env_name_and_a_flag() -> None:
+    for info in catalogue():
+        assert info.doc, info.name
+        assert info.env == "RTE_" + info.name.upper()
+        assert info.flag == "--" + info.name.replace("_", "-")
+
+
+def test_dumped_settings_load_back_to_the_same_values(tmp_path: Path) -> None:
+    original = load(
+        env={"RTE_POLL_INTERVAL": "250ms", "RTE_POD_EXCLUDE": "a/b", "RTE_KUBELET_CONFIG": "/k.yaml"}
+    )
+    config = tmp_path / "dumped.yaml"
+    config.write_text(dump_settings(original))
+    assert load(config_file=config) == original
+    assert "# from RTE_POLL_INTERVAL" in config.read_text()
+
+
+def test_rte_run_dump_config_prints_the_effective_settings_as_yaml() -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--dump-config",
+            "--node-name",
+            "n1",
+            "--poll-interval",
+            "2s",
+            "--no-pod-watch",
+            "--sysfs",
+            "/host/sys",
+        ],
+        env={"RTE_RESYNC_INTERVAL": "2m"},
+    )
+    assert result.exit_code == 0, result.output
+    values = yaml.safe_load(result.stdout)
+    assert values["node_name"] == "n1"
+    assert values["poll_interval"] == "2s"
+    assert values["resync_interval"] == "2m"
+    assert values["pod_watch"] is False
+    assert values["sysfs_root"] == "/host/sys"
+
+
+def test_rte_run_reports_a_bad_flag_in_one_line_with_status_2() -> None:
+    result = CliRunner().invoke(main, ["run", "--dump-config", "--poll-interval", "soon"])
+    assert result.exit_code == 2
+    assert (
+        result.stderr.strip()
+        == "rte: error: --poll-interval: not a duration: 'soon' (e.g. '500ms', '60s', '5m')"
+    )
