@@ -1,0 +1,188 @@
+"""The simulator's small text languages: durations, bursts, node shapes and pod mixes.
+
+Every parser raises :class:`~rte.errors.InputError` naming the option and the offending text, so
+the CLI prints one line instead of a traceback.
+
+* Duration: ``10s``, ``1.5m``, ``500ms``, ``2h`` or a plain number of seconds.
+* Burst: ``N/T``, N pods at once every T (a duration): ``200/60s``.
+* Node shapes: comma-separated ``[P%:]<zones>x<cpus>c-<memory>[+extra...]``, e.g.
+  ``70%:2x32c-192Gi,30%:4x16c-128Gi+nic4``. ``memory`` is the node's regular memory (hugepages
+  excluded), split evenly over its zones. Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or
+  ``<name><N>`` (N devices of ``example.com/<name>``). Percentages must add up to 100; a single
+  entry may omit its percentage.
+* Pod mix: comma-separated ``[P%:][<k>x]<cpus>c-<memory>[+extra...]``, each a Guaranteed pod of
+  k identical containers (default 1) with that request per container. Extras, per container:
+  ``hp<N>`` (N Gi of ``hugepages-1Gi``) or ``<name><N>`` (N ``example.com/<name>`` devices).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from rte.errors import InputError
+from rte.model.quantity import parse_quantity
+
+GiB = 1024**3
+HUGEPAGES_1G = "hugepages-1Gi"
+DEVICE_DOMAIN = "example.com/"
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SHAPE_RE = re.compile(
+    r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+)c-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
+)
+_EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)$")
+
+
+def parse_duration(text: str | float, option: str) -> float:
+    """Seconds from ``10s`` / ``1.5m`` / ``500ms`` / ``2h`` / a bare number (seconds)."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        match = _DURATION_RE.match(text)
+        if match is None:
+            raise InputError(option, f"{text!r} is not a duration (examples: 10s, 1.5m, 500ms)")
+        value = float(match[1]) * _UNIT_SECONDS[match[2]]
+    if value < 0:
+        raise InputError(option, f"{text!r}: a duration cannot be negative")
+    return value
+
+
+@dataclass(frozen=True)
+class Burst:
+    """``size`` pods created at once every ``period`` seconds (the first burst at ``period``)."""
+
+    size: int
+    period: float
+
+
+def parse_burst(text: str, option: str = "--burst") -> Burst:
+    size_text, sep, period_text = text.partition("/")
+    if not sep or not size_text.strip().isdigit():
+        raise InputError(option, f"{text!r} is not N/T (e.g. 200/60s: 200 pods every 60 seconds)")
+    size = int(size_text)
+    period = parse_duration(period_text, option)
+    if size <= 0 or period <= 0:
+        raise InputError(option, f"{text!r}: both the size and the period must be positive")
+    return Burst(size, period)
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """One kind of node: identical zones, the first of which holds the reserved CPUs and memory."""
+
+    text: str
+    zones: int
+    cpus_per_zone: int
+    memory_per_zone: int
+    """Regular memory (bytes) per zone, hugepages excluded."""
+    hugepages_per_zone: int
+    """Number of 1Gi hugepages per zone."""
+    devices_per_zone: Mapping[str, int]
+    """Full resource name -> devices attached to each zone."""
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """One kind of Guaranteed pod: ``containers`` identical containers requesting ``request`` each."""
+
+    text: str
+    containers: int
+    request: Mapping[str, int]
+
+
+_T = TypeVar("_T")
+
+
+def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str, int]]:
+    hugepages = 0
+    devices: dict[str, int] = {}
+    for extra in filter(None, extras.split("+")):
+        match = _EXTRA_RE.match(extra)
+        if match is None:
+            raise InputError(where, f"extra {extra!r} is not hp<N> or <device name><N> (e.g. nic4)")
+        if match["name"] == "hp":
+            hugepages += int(match["count"]) * hugepages_unit
+        else:
+            resource = DEVICE_DOMAIN + match["name"]
+            devices[resource] = devices.get(resource, 0) + int(match["count"])
+    return hugepages, devices
+
+
+def _weighted_entries(
+    text: str, option: str, build: Callable[[str, re.Match[str], str], _T]
+) -> tuple[tuple[float, _T], ...]:
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    if not entries:
+        raise InputError(option, "empty specification")
+    parsed: list[tuple[float | None, _T]] = []
+    for entry in entries:
+        match = _SHAPE_RE.match(entry)
+        if match is None:
+            raise InputError(option, f"{entry!r} does not read as [P%:][Nx]<cpus>c-<memory>[+extra]")
+        pct = float(match["pct"]) if match["pct"] else None
+        parsed.append((pct, build(entry, match, f"{option} {entry!r}")))
+    if len(parsed) == 1 and parsed[0][0] is None:
+        return ((100.0, parsed[0][1]),)
+    if any(p is None for p, _ in parsed):
+        raise InputError(option, f"{text!r}: with several entries, every entry needs a percentage")
+    total = sum(p for p, _ in parsed if p is not None)
+    if abs(total - 100.0) > 1e-6:
+        raise InputError(option, f"{text!r}: percentages add up to {total:g}, not 100")
+    return tuple((p, item) for p, item in parsed if p is not None)
+
+
+def _memory(text: str, where: str) -> int:
+    try:
+        value = parse_quantity(text.strip())
+    except ValueError as e:
+        raise InputError(where, f"memory {text!r} is not a quantity") from e
+    if value <= 0 or value != int(value):
+        raise InputError(where, f"memory {text!r} must be a positive whole number of bytes")
+    return int(value)
+
+
+def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, NodeShape], ...]:
+    """``(percent, shape)`` pairs, percentages adding up to 100."""
+
+    def build(entry: str, match: re.Match[str], where: str) -> NodeShape:
+        zones = int(match["count"] or 1)
+        cpus = int(match["cpus"])
+        if not 1 <= zones <= 64 or cpus < 1:
+            raise InputError(where, "zones must be within 1..64 and CPUs per zone at least 1")
+        memory = _memory(match["mem"], where)
+        hugepages, devices = _extras(match["extras"], where, 1)
+        return NodeShape(entry.split(":")[-1], zones, cpus, memory // zones, hugepages, devices)
+
+    return _weighted_entries(text, option, build)
+
+
+def parse_pod_mix(text: str, option: str = "--pod-mix") -> tuple[tuple[float, PodShape], ...]:
+    """``(percent, pod shape)`` pairs, percentages adding up to 100."""
+
+    def build(entry: str, match: re.Match[str], where: str) -> PodShape:
+        containers = int(match["count"] or 1)
+        cpus = int(match["cpus"])
+        if containers < 1 or cpus < 1:
+            raise InputError(where, "containers and CPUs must be at least 1")
+        request: dict[str, int] = {"cpu": cpus, "memory": _memory(match["mem"], where)}
+        hugepages, devices = _extras(match["extras"], where, GiB)
+        if hugepages:
+            request[HUGEPAGES_1G] = hugepages
+        request.update(devices)
+        return PodShape(entry.split(":")[-1], containers, request)
+
+    return _weighted_entries(text, option, build)
+
+
+def split_counts(total: int, weights: tuple[float, ...]) -> list[int]:
+    """``total`` split by percentage, by largest remainder (ties to the earlier entry)."""
+    raw = [total * w / 100.0 for w in weights]
+    counts = [int(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - counts[i]), i))
+    for i in order[: total - sum(counts)]:
+        counts[i] += 1
+    return counts

@@ -1,0 +1,91 @@
+"""The simulator's option languages: durations, bursts, node shapes, pod mixes, config checks."""
+
+import pytest
+
+from rte.errors import InputError
+from rte.sim.config import SimConfig
+from rte.sim.specs import (
+    GiB,
+    parse_burst,
+    parse_duration,
+    parse_node_shapes,
+    parse_pod_mix,
+    split_counts,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("1.5m", 90.0), ("500ms", 0.5), ("2h", 7200.0), ("7", 7.0), ("0", 0.0)],
+)
+def test_durations_read_with_or_without_a_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text, "--x") == seconds
+
+
+def test_a_bad_duration_names_the_option_and_the_text() -> None:
+    with pytest.raises(InputError, match=r"--agent-interval: '10 parsecs' is not a duration"):
+        parse_duration("10 parsecs", "--agent-interval")
+
+
+def test_a_burst_is_a_size_and_a_period() -> None:
+    burst = parse_burst("200/1m")
+    assert (burst.size, burst.period) == (200, 60.0)
+    for bad in ("200", "x/10s", "0/10s", "5/0s"):
+        with pytest.raises(InputError, match="--burst"):
+            parse_burst(bad)
+
+
+def test_the_brief_example_of_heterogeneous_node_shapes() -> None:
+    (p1, a), (p2, b) = parse_node_shapes("70%:2x32c-192Gi,30%:4x16c-128Gi+nic4")
+    assert (p1, a.zones, a.cpus_per_zone, a.memory_per_zone, dict(a.devices_per_zone)) == (
+        70,
+        2,
+        32,
+        96 * GiB,
+        {},
+    )
+    assert (p2, b.zones, b.cpus_per_zone, b.memory_per_zone) == (30, 4, 16, 32 * GiB)
+    assert dict(b.devices_per_zone) == {"example.com/nic": 4}
+
+
+def test_hugepages_are_counted_per_zone_in_nodes_and_in_gibibytes_per_container_in_pods() -> None:
+    ((_, node),) = parse_node_shapes("2x8c-32Gi+hp4")
+    assert node.hugepages_per_zone == 4
+    ((_, pod),) = parse_pod_mix("2x2c-4Gi+hp1+gpu2")
+    assert pod.containers == 2
+    assert dict(pod.request) == {"cpu": 2, "memory": 4 * GiB, "hugepages-1Gi": GiB, "example.com/gpu": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("50%:2x8c-32Gi,40%:2x8c-32Gi", "add up to 90"),
+        ("50%:2x8c-32Gi,2x8c-32Gi", "every entry needs a percentage"),
+        ("2x8c", "does not read"),
+        ("2x8c-lots", "memory 'lots' is not a quantity"),
+        ("2x8c-32Gi+!!", "extra '!!'"),
+        ("0x8c-32Gi", "zones must be within"),
+    ],
+)
+def test_bad_node_shapes_give_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message) as info:
+        parse_node_shapes(text)
+    assert "\n" not in str(info.value)
+    assert str(info.value).startswith("--shape")
+
+
+def test_nodes_are_split_by_largest_remainder() -> None:
+    assert split_counts(10, (70.0, 30.0)) == [7, 3]
+    assert split_counts(3, (50.0, 50.0)) == [2, 1]
+    assert sum(split_counts(101, (33.3, 33.3, 33.4))) == 101
+
+
+def test_config_rejects_unknown_modes_naming_the_flag() -> None:
+    with pytest.raises(InputError, match="--cache: 'lru'"):
+        SimConfig(cache="lru")
+    with pytest.raises(InputError, match="--policy"):
+        SimConfig(policy="best-effort")
+    with pytest.raises(InputError, match="--resync-period"):
+        SimConfig(resync_period=0)
+    with pytest.raises(InputError, match="--pod-mix"):
+        SimConfig(pod_mix="four cpus")
