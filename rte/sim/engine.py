@@ -1,0 +1,482 @@
+"""The discrete-event loop tying the simulated kubelets, agents, scheduler and cache together.
+
+A pod's life: created (Pending, unbound) -> queued -> a scheduling cycle picks a node and
+``reserve``\\ s it in the NRT cache -> bound after ``bind_latency`` (``post_bind``) -> the
+kubelet admits it after ``admit_delay`` (Running; its pending time ends here) -> it runs for its
+sampled duration and is deleted. If the kubelet rejects it (TopologyAffinityError) it turns
+Failed, and ``tae_backoff`` later the controller deletes it and creates a replacement under a new
+name, which queues again; its pending time still counts from the original creation.
+
+Each node's agent runs on its own phase-shifted timer (``agent_interval``) and publishes only
+when its kubelet's state changed (an idle node costs no events); the object reaches the
+scheduler's store ``publish_delay + watch_delay`` later. The reserve cache resyncs every
+``resync_period`` over the pods the API holds. Every NRT that reaches the store and every pod
+deletion or failure is a cluster event that moves unschedulable pods back into the queue; a
+cache flush is not (as in the reference plugin), unless ``requeue_on_flush``.
+
+Ground truth kept beside the real code, for the checks:
+
+* each published NRT carries the set of pods the simulator knows the kubelet had admitted (or
+  had failed) when the agent read it; at every resync comparison the simulator compares that set
+  with the pods the node holds now: equal sets must give a fingerprint match and different sets
+  a mismatch (``fingerprint_disagreements`` counts violations);
+* for unschedulable cycles, whether some kubelet could have admitted the pod right now on a node
+  with room node-wide (``unschedulable_with_room``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED
+from rte.consumer.cacheconfig import (
+    DEFAULT_PROFILE,
+    CacheConfig,
+    CacheMode,
+    CacheSettings,
+    InformerMode,
+)
+from rte.consumer.caches import make_cache
+from rte.consumer.podset import CompareResult
+from rte.consumer.requests import prepare_pod
+from rte.consumer.score import ScoringStrategy
+from rte.consumer.store import ADDED, MODIFIED, NRTStore
+from rte.model.pod import PHASE_RUNNING, Pod
+from rte.model.topology import NodeTopology
+from rte.sim.agent import SimAgent
+from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
+from rte.sim.hardware import NodeHardware, build_hardware
+from rte.sim.kubelet import SimKubelet
+from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
+from rte.sim.result import Counters, SimResult
+from rte.sim.scheduler import SimScheduler
+from rte.sim.specs import parse_node_shapes, parse_pod_mix, split_counts
+from rte.sim.workload import Arrival, arrivals, mean_cpus, stream, template_pod
+
+PHASE_FAILED = "Failed"
+DEFAULT_HORIZON = 1800.0
+DEFAULT_SAMPLES = 200
+
+Key = tuple[str, str]
+
+# Event codes (the heap holds (time, seq, code, arg, payload)).
+ARRIVE, TICK, BIND, ADMIT, DEPART, RECREATE, AGENT_TICK, DELIVER, RESYNC, LEFTOVER, SAMPLE = range(11)
+
+
+@dataclass(slots=True)
+class _SimPod:
+    """One original pod across its incarnations (replacements after TopologyAffinityErrors)."""
+
+    arrival: Arrival
+    pod: Pod
+    node: int = -1
+    incarnation: int = 0
+    had_tae: bool = False
+
+
+class Simulation:
+    """Build with a :class:`SimConfig`, then :meth:`run` once."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.cfg = config
+        self.now = 0.0
+        self.counters = Counters()
+        shapes = parse_node_shapes(config.shapes)
+        mix = parse_pod_mix(config.pod_mix)
+
+        kinds = [
+            build_hardware(
+                shape,
+                policy=config.policy,
+                scope=config.scope,
+                reserved_cpus=config.reserved_cpus,
+                reserved_memory=config.reserved_memory,
+            )
+            for _, shape in shapes
+        ]
+        self.names: list[str] = []
+        self.hardware: list[NodeHardware] = []
+        for kind, count in zip(kinds, split_counts(config.nodes, tuple(p for p, _ in shapes)), strict=True):
+            for _ in range(count):
+                self.names.append(f"node-{len(self.names):04d}")
+                self.hardware.append(kind)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        agent_mode = (
+            INFORMER_SHARED if config.informer_mode == InformerMode.SHARED.value else INFORMER_DEDICATED
+        )
+        self.kubelets = [SimKubelet(hw) for hw in self.hardware]
+        self.agents = [
+            SimAgent(name, hw, kubelet, method=config.fingerprint_method, informer_mode=agent_mode)
+            for name, hw, kubelet in zip(self.names, self.hardware, self.kubelets, strict=True)
+        ]
+        # Which phases the scheduler's fingerprint counts (fingerprint.md §7.1): the ground truth
+        # of the agreement check uses the same rule, from the simulator's own bookkeeping.
+        self.counted_phases = (
+            frozenset({PHASE_RUNNING})
+            if agent_mode == INFORMER_SHARED
+            else frozenset({PHASE_RUNNING, PHASE_FAILED})
+        )
+
+        self.store = NRTStore()
+        mode = {CACHE_RESERVE: CacheMode.OVER_RESERVE, CACHE_DISCARD: CacheMode.DISCARD_RESERVED}.get(
+            config.cache, CacheMode.PASSTHROUGH
+        )
+        cache_config = CacheConfig(
+            dirty_after_failures=config.dirty_after_failures,
+            follow_clean_nodes=config.follow_clean_nodes,
+            informer_mode=InformerMode(config.informer_mode),
+        )
+        self.cache = make_cache(
+            CacheSettings(mode, config.resync_period, cache_config), self.store, self._clock
+        )
+        self.reserve_mode = mode is CacheMode.OVER_RESERVE
+
+        self.templates = [template_pod(shape, DEFAULT_PROFILE) for _, shape in mix]
+        burst = config.parsed_burst()
+        total_cpus = sum(hw.node_allocatable["cpu"] for hw in self.hardware)
+        if config.rate is not None:
+            self.rate = config.rate
+        else:
+            wanted = config.load * total_cpus / (mean_cpus(mix) * config.mean_duration)
+            self.rate = max(0.0, wanted - (burst.size / burst.period if burst else 0.0))
+        self.arrivals = arrivals(
+            pods=config.pods,
+            mix=mix,
+            rate=self.rate,
+            burst=burst,
+            mean_duration=config.mean_duration,
+            seed=config.seed,
+        )
+        last_arrival = self.arrivals[-1].time if self.arrivals else 0.0
+        self.max_time = config.max_time if config.max_time is not None else last_arrival + DEFAULT_HORIZON
+        self.sample_period = config.sample_period or max(1.0, self.max_time / DEFAULT_SAMPLES)
+
+        self.scheduler = SimScheduler(
+            node_names=self.names,
+            node_allocatable=[hw.node_allocatable for hw in self.hardware],
+            cache=self.cache,
+            shapes=[prepare_pod(t) for t in self.templates],
+            strategy=ScoringStrategy(config.strategy),
+            rng=stream(config.seed, "ties"),
+            report_marks=self.reserve_mode,
+            dirty_after_failures=config.dirty_after_failures,
+            verify=config.verify,
+        )
+        self.queue = SchedulingQueue()
+        self.pods: list[_SimPod] = []
+        self.api: dict[Key, Pod] = {}
+        """Every pod the API holds (what the scheduler's pod informer lists)."""
+        self.bound: list[dict[Key, Pod]] = [{} for _ in self.names]
+        self.store_truth: list[frozenset[Key]] = [frozenset() for _ in self.names]
+        phases = stream(config.seed, "agent-phases")
+        interval = config.agent_interval
+        self.agent_phase = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
+        self.agent_pending = [False] * len(self.names)
+        self.pending_times: list[float] = []
+        self.series: dict[str, list[float]] = {
+            k: [] for k in ("t", "pending", "running", "tae", "unschedulable")
+        }
+        self.running = 0
+        self._truth_dirty: list[set[int]] = [set(range(len(self.names))) for _ in self.templates]
+        self._truth_fit: list[set[int]] = [set() for _ in self.templates]
+
+        self._heap: list[tuple[float, int, int, int, Any]] = []
+        self._seq = 0
+        self._tick_at: float | None = None
+        self._tick_token = 0
+        self._busy_until = 0.0
+        self._stop = False
+        self._handlers: list[Callable[[int, Any], None]] = [
+            self._arrive,
+            self._tick,
+            self._bind,
+            self._admit,
+            self._depart,
+            self._recreate,
+            self._agent_tick,
+            self._deliver,
+            self._resync,
+            self._leftover,
+            self._sample,
+        ]
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _clock(self) -> float:
+        return self.now
+
+    def _push(self, at: float, code: int, arg: int = 0, payload: Any = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, code, arg, payload))
+
+    def run(self) -> SimResult:
+        started = time.perf_counter()
+        for n, agent in enumerate(self.agents):
+            # Agents run before the workload starts: every node has its NRT at time 0.
+            out = agent.publish(self.bound[n])
+            if out is not None:
+                self.store.apply(ADDED, out[0])
+        for a in self.arrivals:
+            self._push(a.time, ARRIVE, a.index)
+        if self.reserve_mode:
+            self._push(self.cfg.resync_period, RESYNC)
+        self._push(LEFTOVER_CHECK, LEFTOVER)
+        self._push(0.0, SAMPLE)
+        heap, handlers, counters = self._heap, self._handlers, self.counters
+        while heap and not self._stop:
+            at, _, code, arg, payload = heapq.heappop(heap)
+            if at > self.max_time:
+                break
+            self.now = at
+            counters.events += 1
+            handlers[code](arg, payload)
+        self._sample(0, None, reschedule=False)
+        wall = time.perf_counter() - started
+        counters.filter_evaluations = self.scheduler.evaluations
+        counters.accounting_findings = sum(a.findings for a in self.agents)
+        return SimResult(
+            config=self.cfg.to_dict(),
+            counters=counters,
+            pending_times=sorted(self.pending_times),
+            still_pending=len(self.arrivals) - counters.pods_scheduled,
+            sim_time=self.now,
+            wall_seconds=wall,
+            rate=self.rate,
+            series=self.series,
+        )
+
+    # --- the scheduler's worker and queue ----------------------------------------------------
+
+    def _want_tick(self, at: float) -> None:
+        at = max(at, self._busy_until)
+        if self._tick_at is not None and self._tick_at <= at:
+            return
+        self._tick_token += 1
+        self._tick_at = at
+        self._push(at, TICK, self._tick_token)
+
+    def _kick(self) -> None:
+        if self.queue.active:
+            self._want_tick(self.now)
+        else:
+            expiry = self.queue.next_backoff_expiry()
+            if expiry is not None:
+                self._want_tick(expiry)
+
+    def _cluster_event(self) -> None:
+        if self.queue.move_all(self.now):
+            self._kick()
+
+    def _tick(self, token: int, _: Any) -> None:
+        if token != self._tick_token:
+            return  # superseded by an earlier tick
+        self._tick_at = None
+        pid = self.queue.pop(self.now)
+        if pid is None:
+            self._kick()
+            return
+        self._busy_until = self.now + self.cfg.schedule_cycle
+        self._schedule(pid)
+        self._kick()
+
+    def _schedule(self, pid: int) -> None:
+        sp = self.pods[pid]
+        shape = sp.arrival.shape
+        self.counters.scheduling_attempts += 1
+        node = self.scheduler.decide(shape)
+        if node is None:
+            self.counters.unschedulable_attempts += 1
+            if self._room_somewhere(shape):
+                self.counters.unschedulable_with_room += 1
+            self.queue.failed(pid, self.now)
+            return
+        self.queue.done(pid)
+        sp.node = node
+        self.cache.reserve(self.names[node], sp.pod)
+        self.scheduler.assume(node, shape)
+        self._push(self.now + self.cfg.bind_latency, BIND, pid)
+
+    def _room_somewhere(self, shape: int) -> bool:
+        fit, dirty = self._truth_fit[shape], self._truth_dirty[shape]
+        template = self.templates[shape]
+        for n in sorted(dirty):
+            if self.kubelets[n].could_admit(template):
+                fit.add(n)
+            else:
+                fit.discard(n)
+        dirty.clear()
+        return any(self.scheduler.node_fits(n, shape) for n in sorted(fit))
+
+    def _kubelet_changed(self, node: int) -> None:
+        for dirty in self._truth_dirty:
+            dirty.add(node)
+        self._agent_changed(node)
+
+    # --- pod life ----------------------------------------------------------------------------
+
+    def _set_pod(self, sp: _SimPod, pod: Pod) -> None:
+        sp.pod = pod
+        self.api[pod.key] = pod
+        if pod.node_name:
+            self.bound[sp.node][pod.key] = pod
+
+    def _arrive(self, pid: int, _: Any) -> None:
+        arrival = self.arrivals[pid]
+        template = self.templates[arrival.shape]
+        pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}")
+        self.pods.append(_SimPod(arrival, pod))
+        self.api[pod.key] = pod
+        self.counters.pods_created += 1
+        self.queue.add(pid, self.now)
+        self._kick()
+
+    def _bind(self, pid: int, _: Any) -> None:
+        sp = self.pods[pid]
+        name = self.names[sp.node]
+        self._set_pod(sp, replace(sp.pod, node_name=name))
+        self.cache.post_bind(name, sp.pod)
+        self.scheduler.node_changed(sp.node)
+        self._push(self.now + self.cfg.admit_delay, ADMIT, pid)
+
+    def _admit(self, pid: int, _: Any) -> None:
+        sp = self.pods[pid]
+        node = sp.node
+        if self.kubelets[node].admit(sp.pod) is not None:
+            self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
+            self.pending_times.append(self.now - sp.arrival.time)
+            self.counters.pods_scheduled += 1
+            self.running += 1
+            self._kubelet_changed(node)
+            self._push(self.now + sp.arrival.duration, DEPART, pid)
+            if self.counters.pods_scheduled == len(self.arrivals):
+                self._stop = True
+            return
+        self.counters.topology_affinity_errors += 1
+        if not sp.had_tae:
+            sp.had_tae = True
+            self.counters.pods_with_tae += 1
+        self._set_pod(sp, replace(sp.pod, phase=PHASE_FAILED))
+        self.scheduler.forget(node, sp.arrival.shape)
+        self._agent_changed(node)  # a failed pod is part of the node's pod set until deleted
+        self._cluster_event()
+        self._push(self.now + self.cfg.tae_backoff, RECREATE, pid)
+
+    def _delete(self, sp: _SimPod) -> None:
+        key = sp.pod.key
+        del self.api[key]
+        del self.bound[sp.node][key]
+        self._agent_changed(sp.node)
+
+    def _recreate(self, pid: int, _: Any) -> None:
+        sp = self.pods[pid]
+        self._delete(sp)
+        self._cluster_event()
+        sp.incarnation += 1
+        sp.node = -1
+        template = self.templates[sp.arrival.shape]
+        pod = replace(template, name=f"p{pid:06d}-{sp.incarnation}", uid=f"u{pid}-{sp.incarnation}")
+        self._set_pod(sp, pod)
+        self.queue.add(pid, self.now)
+        self._kick()
+
+    def _depart(self, pid: int, _: Any) -> None:
+        sp = self.pods[pid]
+        node = sp.node
+        self.kubelets[node].release(sp.pod.key)
+        self.running -= 1
+        self._delete(sp)
+        self.scheduler.forget(node, sp.arrival.shape)
+        self._kubelet_changed(node)
+        self._cluster_event()
+
+    # --- node agents -------------------------------------------------------------------------
+
+    def _agent_changed(self, node: int) -> None:
+        if self.agent_pending[node]:
+            return
+        self.agent_pending[node] = True
+        interval = self.cfg.agent_interval
+        if not interval:
+            self._push(self.now, AGENT_TICK, node)
+            return
+        phase = self.agent_phase[node]
+        ticks = math.ceil((self.now - phase) / interval)
+        self._push(phase + max(ticks, 0) * interval, AGENT_TICK, node)
+
+    def _truth(self, node: int) -> frozenset[Key]:
+        phases = self.counted_phases
+        return frozenset(key for key, pod in self.bound[node].items() if pod.phase in phases)
+
+    def _agent_tick(self, node: int, _: Any) -> None:
+        self.agent_pending[node] = False
+        out = self.agents[node].publish(self.bound[node])
+        if out is None:
+            self.counters.nrt_skipped += 1
+            return
+        self.counters.nrt_writes += 1
+        delay = self.cfg.publish_delay + self.cfg.watch_delay
+        self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node)))
+
+    def _deliver(self, node: int, payload: tuple[NodeTopology, frozenset[Key]]) -> None:
+        topology, truth = payload
+        if self.store.apply(MODIFIED, topology):
+            self.counters.store_updates += 1
+            self.store_truth[node] = truth
+            self.scheduler.node_changed(node)
+            self._cluster_event()
+
+    # --- the reserve cache's resync ----------------------------------------------------------
+
+    def _resync(self, _: int, __: Any) -> None:
+        c = self.counters
+        report = self.cache.resync(list(self.api.values()), self.now)
+        c.resync_passes += 1
+        for name, comparison in report.comparisons.items():
+            node = self.index[name]
+            c.resync_checks += 1
+            if comparison.result is CompareResult.MATCH:
+                c.fingerprint_matches += 1
+            elif comparison.result is CompareResult.MISMATCH:
+                c.fingerprint_mismatches += 1
+            else:
+                c.fingerprint_other += 1
+                continue
+            same_pods = self.store_truth[node] == self._truth(node)
+            if same_pods != (comparison.result is CompareResult.MATCH):
+                c.fingerprint_disagreements += 1
+        for name in report.flushed:
+            c.flushes += 1
+            self.scheduler.flushed(self.index[name])
+        for name in report.config_flushed:
+            c.config_flushes += 1
+            self.scheduler.node_changed(self.index[name])
+        if self.cfg.requeue_on_flush and (report.flushed or report.config_flushed):
+            self._cluster_event()
+        self._push(self.now + self.cfg.resync_period, RESYNC)
+
+    # --- housekeeping ------------------------------------------------------------------------
+
+    def _leftover(self, _: int, __: Any) -> None:
+        if self.queue.flush_leftover(self.now):
+            self._kick()
+        self._push(self.now + LEFTOVER_CHECK, LEFTOVER)
+
+    def _sample(self, _: int, __: Any, reschedule: bool = True) -> None:
+        s = self.series
+        s["t"].append(self.now)
+        s["pending"].append(self.counters.pods_created - self.counters.pods_scheduled)
+        s["running"].append(self.running)
+        s["tae"].append(self.counters.topology_affinity_errors)
+        s["unschedulable"].append(len(self.queue.unschedulable))
+        if reschedule:
+            self._push(self.now + self.sample_period, SAMPLE)
+
+
+def run(config: SimConfig) -> SimResult:
+    """Run one simulation."""
+    return Simulation(config).run()

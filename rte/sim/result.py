@@ -1,0 +1,139 @@
+"""What a simulation measured, as JSON-ready data and as a table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..100) of already sorted values; None when empty."""
+    if not sorted_values:
+        return None
+    rank = max(1, -(-len(sorted_values) * q // 100))  # ceil(n * q / 100), at least 1
+    return sorted_values[int(rank) - 1]
+
+
+@dataclass
+class Counters:
+    """Event counts; every field ends up in the JSON output."""
+
+    pods_created: int = 0
+    """Original pods (replacements of failed pods are not counted again)."""
+    pods_scheduled: int = 0
+    """Pods admitted by a kubelet (each original pod at most once)."""
+    topology_affinity_errors: int = 0
+    pods_with_tae: int = 0
+    """Original pods that met at least one TopologyAffinityError."""
+    scheduling_attempts: int = 0
+    unschedulable_attempts: int = 0
+    unschedulable_with_room: int = 0
+    """Unschedulable attempts while some node's kubelet could have admitted the pod and the node
+    had room node-wide: the cost of stale or pessimistic NUMA data, not of a full cluster."""
+    nrt_writes: int = 0
+    """Agent publishes whose content changed (the agent skips identical objects)."""
+    nrt_skipped: int = 0
+    """Agent cycles that found nothing new to write."""
+    store_updates: int = 0
+    resync_passes: int = 0
+    resync_checks: int = 0
+    fingerprint_matches: int = 0
+    fingerprint_mismatches: int = 0
+    fingerprint_other: int = 0
+    """Missing, malformed or incompatible fingerprints (expected 0)."""
+    flushes: int = 0
+    config_flushes: int = 0
+    fingerprint_disagreements: int = 0
+    """Checks where the fingerprint verdict contradicts the simulator's ground truth (the NRT's
+    pod set equal to the scheduler's, yet a mismatch; or different, yet a match). Must be 0."""
+    accounting_findings: int = 0
+    filter_evaluations: int = 0
+    events: int = 0
+
+
+@dataclass
+class SimResult:
+    config: dict[str, Any]
+    counters: Counters
+    pending_times: list[float]
+    """Creation to admission, seconds, per scheduled pod (sorted)."""
+    still_pending: int
+    sim_time: float
+    wall_seconds: float
+    rate: float
+    """Poisson arrival rate used (pods/s)."""
+    series: dict[str, list[float]] = field(default_factory=dict)
+    """Time series sampled during the run: t, pending, running, tae, unschedulable."""
+
+    def pending_summary(self) -> dict[str, float | None]:
+        values = self.pending_times
+        return {
+            "p50": percentile(values, 50),
+            "p90": percentile(values, 90),
+            "p99": percentile(values, 99),
+            "max": values[-1] if values else None,
+            "mean": sum(values) / len(values) if values else None,
+        }
+
+    def to_dict(self, *, series: bool = False) -> dict[str, Any]:
+        """The JSON output. Everything but ``timing`` is reproducible: same config, same bytes."""
+        out: dict[str, Any] = {
+            "config": self.config,
+            "rate": self.rate,
+            "sim_time": self.sim_time,
+            "counters": dict(vars(self.counters)),
+            "still_pending": self.still_pending,
+            "pending_seconds": self.pending_summary(),
+        }
+        if series:
+            out["series"] = self.series
+        out["timing"] = {
+            "wall_seconds": self.wall_seconds,
+            "events_per_second": self.counters.events / self.wall_seconds if self.wall_seconds else None,
+        }
+        return out
+
+    def table(self) -> str:
+        c = self.counters
+        p = self.pending_summary()
+        cfg = self.config
+
+        def sec(value: float | None) -> str:
+            return "-" if value is None else f"{value:.2f} s"
+
+        rows = [
+            ("nodes / pods", f"{cfg['nodes']} / {cfg['pods']}"),
+            (
+                "cache",
+                f"{cfg['cache']}"
+                + (f" (resync every {cfg['resync_period']:g} s)" if cfg["cache"] == "reserve" else ""),
+            ),
+            ("agent interval", f"{cfg['agent_interval']:g} s"),
+            ("policy / scope", f"{cfg['policy']} / {cfg['scope']}"),
+            ("arrivals", f"{self.rate:.2f} pods/s" + (f" + bursts {cfg['burst']}" if cfg["burst"] else "")),
+            ("simulated time", f"{self.sim_time:.1f} s"),
+            ("pods scheduled", f"{c.pods_scheduled} (still pending: {self.still_pending})"),
+            ("TopologyAffinityErrors", f"{c.topology_affinity_errors} (pods affected: {c.pods_with_tae})"),
+            ("pending p50 / p90 / p99", f"{sec(p['p50'])} / {sec(p['p90'])} / {sec(p['p99'])}"),
+            ("pending max / mean", f"{sec(p['max'])} / {sec(p['mean'])}"),
+            (
+                "scheduling attempts",
+                f"{c.scheduling_attempts} (unschedulable: {c.unschedulable_attempts},"
+                f" with room on some node: {c.unschedulable_with_room})",
+            ),
+            ("NRT writes", f"{c.nrt_writes} (unchanged, skipped: {c.nrt_skipped})"),
+            ("resync passes", f"{c.resync_passes} (nodes checked: {c.resync_checks}, flushed: {c.flushes})"),
+            (
+                "fingerprints",
+                f"match {c.fingerprint_matches}, mismatch {c.fingerprint_mismatches},"
+                f" other {c.fingerprint_other}, disagreements {c.fingerprint_disagreements}",
+            ),
+            (
+                "wall time",
+                f"{self.wall_seconds:.2f} s ({c.events} events,"
+                f" {c.events / self.wall_seconds if self.wall_seconds else 0:,.0f} events/s)",
+            ),
+        ]
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)

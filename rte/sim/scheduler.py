@@ -1,0 +1,186 @@
+"""The simulated scheduler's decisions: node-level fit, then the real NUMA Filter and Score.
+
+Per scheduling cycle, as a kube-scheduler profile with the NUMA plugin would: a node must pass
+the node-level resource fit (``NodeResourcesFit``: the scheduler's own, always current,
+accounting of pods placed on the node), then :func:`rte.consumer.filter.filter_node` on the
+view the NRT cache serves; the survivors are ranked by :func:`rte.consumer.score.score_node`
+and the best one wins (ties: a seeded random pick among the best, like the framework's
+``selectHost``). Every node is evaluated (no ``percentageOfNodesToScore`` sampling), and only
+the NUMA score counts.
+
+**Why it is fast.** A verdict depends only on the pod's shape and the node's state, and the
+simulator knows every event that changes a node's state (an NRT reaching the store, a
+reservation, a bind, a pod that ends, a cache flush). So verdicts and scores are memoised per
+(pod shape, node) and recomputed only for nodes changed since that shape was last scheduled;
+picking the best node is then one pass over the memo. With ``verify`` every cycle also
+recomputes every node from scratch and raises if the memo differs (tests use it).
+
+**The reserve cache's marks.** The real plugin reports every NUMA filter failure to the cache
+(``mark_maybe_over_reserved``) and, in rte, every success (``note_filter_success``, which ends
+a failure streak). Replaying thousands of unchanged verdicts per cycle would dominate the run,
+so the simulator mirrors the only state those calls change that matters (the streak and the
+dirty mark, which only a flush clears) and makes the calls that change it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+from rte.consumer.cachebase import NRTCache
+from rte.consumer.filter import filter_node
+from rte.consumer.requests import PreparedPod
+from rte.consumer.score import ScoringStrategy, score_node
+from rte.model.pod import Pod, effective_request
+
+
+class VerifyError(AssertionError):
+    """The memoised verdicts differ from a full recomputation (a missed invalidation)."""
+
+
+class SimScheduler:
+    """Decisions over ``nodes`` for pods of a fixed set of shapes."""
+
+    def __init__(
+        self,
+        *,
+        node_names: Sequence[str],
+        node_allocatable: Sequence[Mapping[str, int]],
+        cache: NRTCache,
+        shapes: Sequence[PreparedPod],
+        strategy: ScoringStrategy,
+        rng: random.Random,
+        report_marks: bool,
+        dirty_after_failures: int = 1,
+        verify: bool = False,
+    ) -> None:
+        self.names = list(node_names)
+        self.allocatable = [dict(a) for a in node_allocatable]
+        self.allocatable_names = [frozenset(a) for a in node_allocatable]
+        self.used: list[dict[str, int]] = [{} for _ in self.names]
+        self.cache = cache
+        self.shapes = list(shapes)
+        self.requests = [{r: int(q) for r, q in effective_request(p.pod).items() if q} for p in self.shapes]
+        self.strategy = strategy
+        self.rng = rng
+        self.report_marks = report_marks
+        self.dirty_after = dirty_after_failures
+        self.verify = verify
+        every = range(len(self.names))
+        self._dirty: list[set[int]] = [set(every) for _ in self.shapes]
+        self._feasible: list[dict[int, int]] = [{} for _ in self.shapes]
+        self._numa_fail: list[set[int]] = [set() for _ in self.shapes]
+        self._streak = [0] * len(self.names)
+        self._streaking: set[int] = set()
+        self._marked: set[int] = set()
+        self.evaluations = 0
+        """Filter (and Score) evaluations actually computed."""
+
+    # --- state changes -------------------------------------------------------------------
+
+    def node_changed(self, node: int) -> None:
+        """Something a verdict on ``node`` depends on changed."""
+        for dirty in self._dirty:
+            dirty.add(node)
+
+    def assume(self, node: int, shape: int) -> None:
+        """A pod of ``shape`` now counts against ``node`` (reserved, bound or running)."""
+        used = self.used[node]
+        for r, q in self.requests[shape].items():
+            used[r] = used.get(r, 0) + q
+        self.node_changed(node)
+
+    def forget(self, node: int, shape: int) -> None:
+        """A pod of ``shape`` no longer counts against ``node`` (it ended or failed)."""
+        used = self.used[node]
+        for r, q in self.requests[shape].items():
+            used[r] -= q
+        self.node_changed(node)
+
+    def flushed(self, node: int) -> None:
+        """The reserve cache flushed ``node`` after a fingerprint match: its marks are gone."""
+        self._marked.discard(node)
+        self._streak[node] = 0
+        self._streaking.discard(node)
+        self.node_changed(node)
+
+    # --- decisions -----------------------------------------------------------------------
+
+    def node_fits(self, node: int, shape: int) -> bool:
+        """``NodeResourcesFit``: the request fits what the node has left, node-wide."""
+        allocatable, used = self.allocatable[node], self.used[node]
+        return all(used.get(r, 0) + q <= allocatable.get(r, 0) for r, q in self.requests[shape].items())
+
+    def _evaluate(self, node: int, shape: int) -> int | None:
+        """The NUMA score when the node passes Filter, else None (node-level failures: -1)."""
+        if not self.node_fits(node, shape):
+            return -1
+        prep = self.shapes[shape]
+        lookup = self.cache.get(self.names[node])
+        self.evaluations += 1
+        verdict = filter_node(prep, lookup.view, self.allocatable_names[node], fresh=lookup.fresh)
+        if not verdict.fits:
+            return None
+        return score_node(prep, lookup.view, self.strategy, fresh=lookup.fresh)
+
+    def _refresh(self, shape: int) -> None:
+        dirty = self._dirty[shape]
+        if not dirty:
+            return
+        feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
+        for node in sorted(dirty):
+            feasible.pop(node, None)
+            numa_fail.discard(node)
+            result = self._evaluate(node, shape)
+            if result is None:
+                numa_fail.add(node)
+            elif result >= 0:
+                feasible[node] = result
+        dirty.clear()
+
+    def _report_marks(self, shape: int) -> None:
+        for node in sorted(self._numa_fail[shape] - self._marked):
+            self.cache.mark_maybe_over_reserved(self.names[node])
+            self._streak[node] += 1
+            self._streaking.add(node)
+            if self._streak[node] >= self.dirty_after:
+                self._marked.add(node)
+        feasible = self._feasible[shape]
+        for node in sorted(n for n in self._streaking if n in feasible):
+            self.cache.note_filter_success(self.names[node])
+            self._streak[node] = 0
+            self._streaking.discard(node)
+
+    def _check(self, shape: int) -> None:
+        feasible: dict[int, int] = {}
+        failing: set[int] = set()
+        for node in range(len(self.names)):
+            result = self._evaluate(node, shape)
+            if result is None:
+                failing.add(node)
+            elif result >= 0:
+                feasible[node] = result
+        if feasible != self._feasible[shape] or failing != self._numa_fail[shape]:
+            raise VerifyError(f"memoised verdicts differ for shape {shape}")
+
+    def decide(self, shape: int) -> int | None:
+        """One scheduling cycle for a pod of ``shape``: the chosen node, or None (unschedulable)."""
+        self._refresh(shape)
+        if self.verify:
+            self._check(shape)
+        if self.report_marks:
+            self._report_marks(shape)
+        feasible = self._feasible[shape]
+        if not feasible:
+            return None
+        best = max(feasible.values())
+        ties = [n for n, score in feasible.items() if score == best]
+        if len(ties) > 1:
+            ties.sort()
+        return ties[0] if len(ties) == 1 else self.rng.choice(ties)
+
+    def feasible_count(self, shape: int) -> int:
+        return len(self._feasible[shape])
+
+    def template(self, shape: int) -> Pod:
+        return self.shapes[shape].pod
