@@ -1,0 +1,83 @@
+"""PNG plots of a run or a sweep. matplotlib is the optional ``plot`` extra, imported lazily."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rte.errors import RteError
+from rte.sim.result import SimResult
+from rte.sim.sweep import SweepRun
+
+
+class PlotUnavailableError(RteError):
+    """matplotlib is not installed."""
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never needs a display
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise PlotUnavailableError(
+            "--plot needs matplotlib: pip install 'rte[plot]' (or pip install matplotlib)"
+        ) from e
+    return plt
+
+
+def plot_run(result: SimResult, path: str) -> None:
+    """Pending and unschedulable pods and cumulative TAEs over time, and the pending-time CDF."""
+    plt = _pyplot()
+    s = result.series
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7))
+    top.plot(s["t"], s["pending"], label="pending pods")
+    top.plot(s["t"], s["unschedulable"], label="unschedulable (in queue)")
+    top.set_xlabel("simulated time (s)")
+    top.set_ylabel("pods")
+    tae = top.twinx()
+    tae.plot(s["t"], s["tae"], color="tab:red", label="TopologyAffinityErrors (cumulative)")
+    tae.set_ylabel("TAE")
+    lines = top.get_legend_handles_labels()
+    more = tae.get_legend_handles_labels()
+    top.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize="small")
+    cfg = result.config
+    top.set_title(
+        f"{cfg['nodes']} nodes, {cfg['pods']} pods, cache {cfg['cache']},"
+        f" agent every {cfg['agent_interval']:g} s"
+    )
+    values = result.pending_times
+    if values:
+        n = len(values)
+        bottom.plot(values, [(i + 1) / n for i in range(n)])
+        if values[-1] > 10 * max(values[0], 0.1):
+            bottom.set_xscale("symlog", linthresh=1.0)
+    bottom.set_xlabel("pending time, creation to admission (s)")
+    bottom.set_ylabel("fraction of pods")
+    bottom.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_sweep(runs: Sequence[SweepRun], path: str) -> None:
+    """TAE count and p99 pending time per agent interval, one line per (cache, nodes)."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    groups: dict[tuple[str, int], list[SweepRun]] = {}
+    for r in runs:
+        groups.setdefault((r.cache, r.nodes), []).append(r)
+    for (cache, nodes), group in groups.items():
+        xs = [r.interval for r in group]
+        label = f"{cache}, {nodes} nodes"
+        left.plot(xs, [r.result.counters.topology_affinity_errors for r in group], marker="o", label=label)
+        right.plot(xs, [r.result.pending_summary()["p99"] or 0.0 for r in group], marker="o", label=label)
+    for ax, title in ((left, "TopologyAffinityErrors"), (right, "pending time p99 (s)")):
+        ax.set_xlabel("agent interval (s)")
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
