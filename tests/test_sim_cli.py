@@ -31,7 +31,10 @@ def test_json_output_is_reproducible_apart_from_timing() -> None:
     second.pop("timing")
     assert first == second
     assert first["config"]["nodes"] == 6 and first["counters"]["pods_created"] == 60
-    assert set(first["series"]) == {"t", "pending", "running", "tae", "unschedulable"}
+    assert set(first["series"]) == {"t", "pending", "running", "tae", "refused"}
+    by_shape = first["pending_seconds_by_shape"]
+    assert set(by_shape) == {"2c-4Gi", "4c-8Gi", "8c-16Gi", "16c-32Gi"}
+    assert sum(v["scheduled"] for v in by_shape.values()) == first["counters"]["pods_scheduled"]
 
 
 def test_durations_are_parsed_from_the_flags() -> None:

@@ -78,7 +78,7 @@ def simulate(
         r = done.row()
         err.write(
             f"rte: simulated {r['nodes']} nodes, agent {r['agent_interval']:g}s, cache {r['cache']}:"
-            f" {r['tae']} TAE, p99 {r['pending_p99']} s ({r['wall_seconds']} s)\n"
+            f" {r['tae']} TAE, p99 {sw.format_seconds(r['pending_p99'])} s ({r['wall_seconds']} s)\n"
         )
 
     runs = sw.sweep(

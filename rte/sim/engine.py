@@ -178,9 +178,9 @@ class Simulation:
         self.agent_phase = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
         self.agent_pending = [False] * len(self.names)
         self.pending_times: list[float] = []
-        self.series: dict[str, list[float]] = {
-            k: [] for k in ("t", "pending", "running", "tae", "unschedulable")
-        }
+        self.shape_names = [shape.text for _, shape in mix]
+        self.pending_by_shape: list[list[float]] = [[] for _ in mix]
+        self.series: dict[str, list[float]] = {k: [] for k in ("t", "pending", "running", "tae", "refused")}
         self.running = 0
         self._truth_dirty: list[set[int]] = [set(range(len(self.names))) for _ in self.templates]
         self._truth_fit: list[set[int]] = [set() for _ in self.templates]
@@ -243,6 +243,10 @@ class Simulation:
             config=self.cfg.to_dict(),
             counters=counters,
             pending_times=sorted(self.pending_times),
+            pending_by_shape={
+                name: sorted(times)
+                for name, times in zip(self.shape_names, self.pending_by_shape, strict=True)
+            },
             still_pending=len(self.arrivals) - counters.pods_scheduled,
             sim_time=self.now,
             wall_seconds=wall,
@@ -348,7 +352,9 @@ class Simulation:
         node = sp.node
         if self.kubelets[node].admit(sp.pod) is not None:
             self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
-            self.pending_times.append(self.now - sp.arrival.time)
+            waited = self.now - sp.arrival.time
+            self.pending_times.append(waited)
+            self.pending_by_shape[sp.arrival.shape].append(waited)
             self.counters.pods_scheduled += 1
             self.running += 1
             self._kubelet_changed(node)
@@ -472,7 +478,7 @@ class Simulation:
         s["pending"].append(self.counters.pods_created - self.counters.pods_scheduled)
         s["running"].append(self.running)
         s["tae"].append(self.counters.topology_affinity_errors)
-        s["unschedulable"].append(len(self.queue.unschedulable))
+        s["refused"].append(len(self.queue.unschedulable) + len(self.queue.backoff_heap))
         if reschedule:
             self._push(self.now + self.sample_period, SAMPLE)
 

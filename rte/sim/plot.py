@@ -33,7 +33,7 @@ def plot_run(result: SimResult, path: str) -> None:
     s = result.series
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7))
     top.plot(s["t"], s["pending"], label="pending pods")
-    top.plot(s["t"], s["unschedulable"], label="unschedulable (in queue)")
+    top.plot(s["t"], s["refused"], label="refused, waiting to retry")
     top.set_xlabel("simulated time (s)")
     top.set_ylabel("pods")
     tae = top.twinx()

@@ -63,11 +63,16 @@ class SimResult:
     wall_seconds: float
     rate: float
     """Poisson arrival rate used (pods/s)."""
+    pending_by_shape: dict[str, list[float]] = field(default_factory=dict)
+    """The same per pod shape (as written in the pod mix), sorted."""
     series: dict[str, list[float]] = field(default_factory=dict)
-    """Time series sampled during the run: t, pending, running, tae, unschedulable."""
+    """Time series sampled during the run: ``t``; ``pending`` (created, not yet admitted);
+    ``running``; ``tae`` (cumulative); ``refused`` (last cycle found no node, waiting to retry)."""
 
-    def pending_summary(self) -> dict[str, float | None]:
-        values = self.pending_times
+    def pending_summary(self, values: Sequence[float] | None = None) -> dict[str, float | None]:
+        """p50/p90/p99/max/mean of sorted pending times (default: every scheduled pod)."""
+        if values is None:
+            values = self.pending_times
         return {
             "p50": percentile(values, 50),
             "p90": percentile(values, 90),
@@ -85,6 +90,10 @@ class SimResult:
             "counters": dict(vars(self.counters)),
             "still_pending": self.still_pending,
             "pending_seconds": self.pending_summary(),
+            "pending_seconds_by_shape": {
+                name: {"scheduled": len(times), **self.pending_summary(times)}
+                for name, times in self.pending_by_shape.items()
+            },
         }
         if series:
             out["series"] = self.series
@@ -117,6 +126,11 @@ class SimResult:
             ("TopologyAffinityErrors", f"{c.topology_affinity_errors} (pods affected: {c.pods_with_tae})"),
             ("pending p50 / p90 / p99", f"{sec(p['p50'])} / {sec(p['p90'])} / {sec(p['p99'])}"),
             ("pending max / mean", f"{sec(p['max'])} / {sec(p['mean'])}"),
+            *(
+                (f"  {name}", f"p50 {sec(q['p50'])}, p99 {sec(q['p99'])} ({len(times)} pods)")
+                for name, times in self.pending_by_shape.items()
+                for q in (self.pending_summary(times),)
+            ),
             (
                 "scheduling attempts",
                 f"{c.scheduling_attempts} (unschedulable: {c.unschedulable_attempts},"

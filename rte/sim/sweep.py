@@ -85,7 +85,7 @@ def sweep(
     return runs
 
 
-def _seconds(value: float | None) -> str:
+def format_seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
@@ -117,9 +117,9 @@ def sweep_table(runs: Sequence[SweepRun]) -> str:
                 d["cache"],
                 str(d["tae"]),
                 str(d["pods_with_tae"]),
-                _seconds(d["pending_p50"]),
-                _seconds(d["pending_p99"]),
-                _seconds(d["pending_max"]),
+                format_seconds(d["pending_p50"]),
+                format_seconds(d["pending_p99"]),
+                format_seconds(d["pending_max"]),
                 str(d["still_pending"]),
                 f"{d['unschedulable_attempts']} ({d['unschedulable_with_room']})",
                 str(d["nrt_writes"]),
