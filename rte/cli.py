@@ -164,5 +164,112 @@ def run_cmd(config_file: str | None, once: bool, dump_config: bool, output: str,
     )
 
 
+@main.command("fit")
+@click.option("--pod", "pod_path", required=True, metavar="POD.yaml", help="The Pod manifest to place.")
+@click.option(
+    "--node",
+    "node_paths",
+    multiple=True,
+    metavar="NODE.yaml",
+    help="Node objects (their status.allocatable is checked); repeatable.",
+)
+@click.option(
+    "--strategy",
+    default=None,
+    metavar="NAME",
+    help="MostAllocated, LeastAllocated (default), BalancedAllocation or LeastNUMANodes.",
+)
+@click.option(
+    "--weight", "weights", multiple=True, metavar="RES=W", help="Score weight of a resource; repeatable."
+)
+@click.option("-o", "--output", default="table", metavar="FORMAT", help="table (default) or json.")
+@click.argument("nrt_paths", nargs=-1, metavar="NRT.yaml...")
+@reports_errors
+def fit_cmd(
+    pod_path: str,
+    node_paths: tuple[str, ...],
+    strategy: str | None,
+    weights: tuple[str, ...],
+    output: str,
+    nrt_paths: tuple[str, ...],
+) -> None:
+    """Show on which nodes a pod fits NUMA-aligned, why not elsewhere, and each node's score.
+
+    NRT files hold NodeResourceTopology objects: one, several YAML documents, or a List (YAML or
+    JSON).
+    """
+    from rte.commands.fit import fit
+
+    fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output)
+
+
+def _env(name: str) -> str:
+    return f"RTE_EXTENDER_{name}"
+
+
+@main.command("extender")
+@click.option(
+    "--listen", default=":8888", show_default=True, envvar=_env("LISTEN"), help="HOST:PORT to serve on."
+)
+@click.option("--kubeconfig", default=None, help="kubeconfig file [default: in-cluster, then $KUBECONFIG].")
+@click.option(
+    "--strategy", default=None, envvar=_env("STRATEGY"), help="Score strategy [default: LeastAllocated]."
+)
+@click.option(
+    "--weight", "weights", multiple=True, envvar=_env("WEIGHT"), metavar="RES=W", help="Score weight."
+)
+@click.option(
+    "--cache-resync-period",
+    default="0",
+    show_default=True,
+    envvar=_env("CACHE_RESYNC_PERIOD"),
+    metavar="SECONDS",
+    help="cacheResyncPeriodSeconds: > 0 enables the reserve cache (OverReserve).",
+)
+@click.option(
+    "--discard-reserved", is_flag=True, envvar=_env("DISCARD_RESERVED"), help="discardReservedNodes."
+)
+@click.option("--foreign-pods-detect", default="All", show_default=True, envvar=_env("FOREIGN_PODS_DETECT"))
+@click.option("--resync-method", default="Autodetect", show_default=True, envvar=_env("RESYNC_METHOD"))
+@click.option("--informer-mode", default="Dedicated", show_default=True, envvar=_env("INFORMER_MODE"))
+@click.option(
+    "--scheduler-profile",
+    "scheduler_profiles",
+    multiple=True,
+    envvar=_env("SCHEDULER_PROFILE"),
+    help="schedulerName whose pods are ours (others are foreign) [default: topo-aware-scheduler].",
+)
+@click.option(
+    "--heartbeat-namespace",
+    default="rte",
+    show_default=True,
+    envvar=_env("HEARTBEAT_NAMESPACE"),
+    help="Namespace of the agents' Leases; empty: no Lease watch.",
+)
+@click.option("--heartbeat-max-age", default="0", envvar=_env("HEARTBEAT_MAX_AGE"), metavar="SECONDS")
+@click.option("--stale-action", default="ignore", envvar=_env("STALE_ACTION"), show_default=True)
+@click.option(
+    "--nrt-file",
+    "nrt_files",
+    multiple=True,
+    metavar="NRT.yaml",
+    help="Serve these NRTs instead of watching a cluster (no pods, no Leases).",
+)
+@click.option("--log-level", default="info", envvar=_env("LOG_LEVEL"), show_default=True)
+@reports_errors
+def extender_cmd(log_level: str, **options: Any) -> None:
+    """Serve kube-scheduler's HTTP extender API (filter, prioritize) over watched NRTs."""
+    import logging
+
+    from rte.extender.app import run_extender
+    from rte.extender.settings import extender_settings
+
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise InputError("--log-level", f"unknown level {log_level!r}; expected debug, info or warning")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run_extender(extender_settings(**options))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

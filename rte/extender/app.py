@@ -1,0 +1,158 @@
+"""``rte extender``: the store, the cache, the feeds, the resync timer and the HTTP server, wired.
+
+:class:`ExtenderApp` starts everything in background threads and stops it again (tests use it
+directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGINT.
+
+The reserve cache is resynced every ``cacheResyncPeriodSeconds`` (OverReserve only; the other
+caches have nothing to resync), and once as soon as the pod list has synced, as the cache
+expects at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from rte.consumer.cacheconfig import CacheMode
+from rte.consumer.caches import make_cache
+from rte.consumer.store import NRTStore, topologies_from_file
+from rte.errors import ConfigError
+from rte.extender.server import ExtenderServer
+from rte.extender.service import ExtenderService
+from rte.extender.settings import ExtenderSettings
+
+log = logging.getLogger(__name__)
+
+
+def load_api_client(kubeconfig: str | None) -> Any:
+    """A Kubernetes ``ApiClient`` from ``kubeconfig``, else in-cluster, else the default kubeconfig.
+
+    The default is ``$KUBECONFIG`` or ``~/.kube/config``, as for kubectl.
+    """
+    from kubernetes import client, config
+
+    try:
+        if kubeconfig:
+            return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return client.ApiClient(configuration)
+        return config.new_client_from_config()  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as e:
+        raise ConfigError("--kubeconfig", f"cannot load a Kubernetes client configuration: {e}") from e
+
+
+class _Resyncer:
+    """Runs :meth:`ExtenderService.resync` every ``period`` seconds, and once when pods synced."""
+
+    def __init__(self, service: ExtenderService, period: float) -> None:
+        self.service = service
+        self.period = period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cache-resync", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and not self.service.ready():
+            self._stop.wait(0.1)
+        while not self._stop.is_set():
+            try:
+                self.service.resync()
+            except Exception:  # a bug must not stop future resyncs
+                log.exception("cache resync failed")
+            self._stop.wait(self.period)
+
+
+class ExtenderApp:
+    """Everything ``rte extender`` runs; ``start()`` returns once the HTTP port is bound."""
+
+    def __init__(self, settings: ExtenderSettings, *, api_client: Any = None) -> None:
+        self.settings = settings
+        self.store = NRTStore()
+        self.cache = make_cache(settings.cache, self.store)
+        self.service = ExtenderService(
+            self.store,
+            self.cache,
+            settings.strategy,
+            profiles=settings.cache.config.profiles,
+            informer_mode=settings.cache.config.informer_mode,
+        )
+        self._api_client = api_client
+        self.feeds: Any = None
+        self.server: ExtenderServer | None = None
+        self._resyncer: _Resyncer | None = None
+
+    def start(self) -> ExtenderApp:
+        if self.settings.nrt_files:
+            topologies = [t for path in self.settings.nrt_files for t in topologies_from_file(path)]
+            self.store.replace_all(topologies)
+            self.service.pods_tracked = False
+            self.service.nrt_synced.set()
+        else:
+            from rte.extender.watch import ClusterFeeds
+
+            api_client = self._api_client or load_api_client(self.settings.kubeconfig)
+            self.feeds = ClusterFeeds(
+                api_client,
+                self.store,
+                self.service,
+                heartbeat_namespace=self.settings.heartbeat_namespace or None,
+            ).start()
+        self.server = ExtenderServer(self.service, self.settings.host, self.settings.port).start()
+        if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
+            self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
+            self._resyncer.start()
+        log.info(
+            "extender serving on %s (cache %s, strategy %s)",
+            self.server.url,
+            self.settings.cache.mode.value,
+            self.settings.strategy.type,
+        )
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        if self._resyncer is not None:
+            self._resyncer.stop()
+        if self.feeds is not None:
+            self.feeds.stop()
+
+    def __enter__(self) -> ExtenderApp:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_extender(settings: ExtenderSettings) -> None:
+    """Run until SIGTERM or SIGINT."""
+    received: list[int] = []
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        # Only record it: the handler runs in the main thread between two bytecodes, possibly
+        # while that thread holds a lock (an Event's, say), so taking any lock here can deadlock.
+        received.append(signum)
+
+    app = ExtenderApp(settings).start()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not received:
+            time.sleep(0.2)  # a signal interrupts the sleep; the loop then sees it
+        log.info("received %s: shutting down", signal.Signals(received[0]).name)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        app.stop()

@@ -1,0 +1,268 @@
+"""The extender's decisions: Filter and Prioritize over the watch-fed store and the reserve cache.
+
+No HTTP and no Kubernetes client here: :mod:`rte.extender.server` speaks HTTP,
+:mod:`rte.extender.watch` feeds NRTs, pods and Leases. Tests drive this with a store filled
+from files.
+
+**Reservations without a Reserve hook.** A kube-scheduler extender is told nothing about the
+node the scheduler picks (only a binder is, and binding is left to the scheduler). So the pod
+watch stands in for Reserve: a pod of one of our scheduler profiles that appears bound to a node
+(``spec.nodeName`` set) while still *in flight* (not yet counted in any fingerprint, typically
+``Pending``) is reserved on that node; a deleted or finished pod is forgotten. A pod first seen
+already running is not reserved: the node's NRT is expected to reflect it, and the fingerprint
+check catches the case where it does not. The window between the scheduler's bind and our
+watch event (milliseconds) is not covered; the reference plugin has no such window.
+
+Every pod event also goes to the cache's foreign-pod detection (reference §5.3), and a failed
+filter on a node with usable data marks it "maybe over-reserved", so the periodic resync
+checks its fingerprint.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from rte.consumer.cachebase import NRTCache, ResyncReport
+from rte.consumer.cacheconfig import InformerMode
+from rte.consumer.filter import filter_node
+from rte.consumer.podset import is_in_flight
+from rte.consumer.requests import PreparedPod, prepare_pod
+from rte.consumer.score import ScoringStrategy, score_node
+from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
+from rte.errors import InputError
+from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
+from rte.model.pod import Pod, pod_from_manifest
+from rte.model.quantity import quantity_text
+
+log = logging.getLogger(__name__)
+
+PodKey = tuple[str, str]
+
+
+def _allocatable_names(node: Mapping[str, Any]) -> frozenset[str]:
+    # Filter only asks "is the resource listed"; the scheduler validated the quantities already,
+    # and parsing thousands of them per request would dominate the filter's cost.
+    status = node.get("status")
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    return frozenset(allocatable) if isinstance(allocatable, Mapping) else frozenset()
+
+
+class ExtenderService:
+    """Filter / Prioritize / pod tracking / resync / state, all thread-safe."""
+
+    def __init__(
+        self,
+        store: NRTStore,
+        cache: NRTCache,
+        strategy: ScoringStrategy,
+        *,
+        profiles: Collection[str],
+        informer_mode: InformerMode = InformerMode.DEDICATED,
+        kubelet_accurate_sidecars: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.cache = cache
+        self.strategy = strategy
+        self.profiles = frozenset(profiles)
+        self.informer_mode = informer_mode
+        self.kubelet_accurate_sidecars = kubelet_accurate_sidecars
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pods: dict[PodKey, Pod] = {}
+        self._ours: dict[PodKey, str] = {}
+        """Pods whose reservation the pod watch made: key -> node."""
+        self.nrt_synced = threading.Event()
+        self.pods_synced = threading.Event()
+        self.pods_tracked = True
+        """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
+        self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
+        self._last_resync: dict[str, Any] | None = None
+
+    # --- readiness -----------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """NRTs listed (and pods listed, when pods are tracked): decisions can be trusted."""
+        return self.nrt_synced.is_set() and (self.pods_synced.is_set() or not self.pods_tracked)
+
+    def not_ready_reason(self) -> str:
+        if not self.nrt_synced.is_set():
+            return "NodeResourceTopology list not synced yet"
+        if self.pods_tracked and not self.pods_synced.is_set():
+            return "pod list not synced yet"
+        return ""
+
+    # --- decisions -----------------------------------------------------------------------
+
+    def _prepare(self, args: ExtenderArgs) -> PreparedPod:
+        pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
+        return prepare_pod(pod, kubelet_accurate_sidecars=self.kubelet_accurate_sidecars)
+
+    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
+        prep = self._prepare(args)
+        allocatable = {node_name(n): _allocatable_names(n) for n in args.nodes} if args.nodes else {}
+        cache = self.cache
+        passed: list[str] = []
+        failed: dict[str, str] = {}
+        for name in args.candidate_names():
+            lookup = cache.get(name, prep.pod)
+            verdict = filter_node(prep, lookup.view, allocatable.get(name), fresh=lookup.fresh)
+            if verdict.fits:
+                passed.append(name)
+                cache.note_filter_success(name)
+                continue
+            reason = verdict.reason
+            if not lookup.fresh:
+                detail = cache.unfresh_reason(name)
+                reason = f"{reason}: {detail}" if detail else reason
+            elif lookup.view is not None:
+                # Maybe only our pessimistic reservations rejected it: have the resync check it.
+                cache.mark_maybe_over_reserved(name)
+            failed[name] = reason
+        with self._lock:
+            self._counters["filter"] += 1
+        return filter_result(args, passed, failed)
+
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        """A ``HostPriorityList`` for ``args``: our 0..100 scores scaled to 0..10."""
+        prep = self._prepare(args)
+        cache = self.cache
+        strategy = self.strategy
+        out = []
+        for name in args.candidate_names():
+            lookup = cache.get(name, prep.pod)
+            out.append(host_priority(name, score_node(prep, lookup.view, strategy, fresh=lookup.fresh)))
+        with self._lock:
+            self._counters["prioritize"] += 1
+        return out
+
+    # --- pods ----------------------------------------------------------------------------
+
+    def on_pod_event(self, event_type: str, obj: Mapping[str, Any] | Pod) -> None:
+        """One pod watch event (``ADDED`` / ``MODIFIED`` / ``DELETED``); malformed pods are skipped."""
+        pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
+        if pod is None:
+            return
+        with self._lock:
+            if event_type == DELETED:
+                self._pods.pop(pod.key, None)
+            else:
+                self._pods[pod.key] = pod
+            self._apply(event_type, pod)
+
+    def replace_pods(self, objects: Collection[Mapping[str, Any] | Pod]) -> None:
+        """A (re)list: make the pod index exactly ``objects``, as the missed events would have."""
+        pods: dict[PodKey, Pod] = {}
+        for obj in objects:
+            pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
+            if pod is not None:
+                pods[pod.key] = pod
+        with self._lock:
+            old = self._pods
+            self._pods = pods
+            for key, pod in old.items():
+                if key not in pods:
+                    self._apply(DELETED, pod)
+            for key, pod in pods.items():
+                previous = old.get(key)
+                if previous is None:
+                    self._apply(ADDED, pod)
+                elif previous != pod:
+                    self._apply(MODIFIED, pod)
+        self.pods_synced.set()
+
+    def _parse_pod(self, obj: Mapping[str, Any]) -> Pod | None:
+        try:
+            return pod_from_manifest(obj, source="pod from the apiserver")
+        except InputError as e:
+            log.warning("ignoring a pod: %s", e)
+            return None
+
+    def _apply(self, event_type: str, pod: Pod) -> None:
+        # Called with self._lock held; the cache takes its own lock (never the other way round).
+        self.cache.on_pod_event(event_type, pod)
+        key = pod.key
+        if event_type == DELETED or pod.is_terminal:
+            node = self._ours.pop(key, None) or pod.node_name
+            if node:
+                self.cache.unreserve(node, pod)
+            return
+        node = pod.node_name
+        if not node or key in self._ours or pod.scheduler_name not in self.profiles:
+            return
+        if is_in_flight(pod, node, self.informer_mode):
+            self.cache.reserve(node, pod)
+            self._ours[key] = node
+            self._counters["reservedFromWatch"] += 1
+
+    def pods(self) -> list[Pod]:
+        with self._lock:
+            return list(self._pods.values())
+
+    # --- resync --------------------------------------------------------------------------
+
+    def resync(self) -> ResyncReport:
+        """One reserve-cache resync over every pod we know (driven by the front end's timer)."""
+        now = self._clock()
+        report = self.cache.resync(self.pods(), now)
+        summary = {
+            "time": now,
+            "flushed": list(report.flushed),
+            "configFlushed": list(report.config_flushed),
+            "stillDirty": list(report.still_dirty),
+        }
+        with self._lock:
+            self._counters["resyncs"] += 1
+            self._last_resync = summary
+        if report.flushed or report.config_flushed:
+            log.info("resync flushed %s", ", ".join(report.flushed + report.config_flushed))
+        return report
+
+    # --- state dump ----------------------------------------------------------------------
+
+    def state(self, node: str | None = None) -> dict[str, Any]:
+        """A JSON-able picture for ``GET /state`` (one node with ``node``)."""
+        dump = self.cache.state_dump(self._clock())
+        nodes: dict[str, Any] = dump.get("nodes", {})
+        # Caches without accounting keep no per-node state: show what they serve, from the store.
+        for name, topology in self.store.snapshot().items():
+            if name in nodes and "zones" in nodes[name]:
+                continue
+            lookup = self.cache.get(name)
+            entry = dict(nodes.get(name, {}))
+            entry.update(
+                hasNRT=True,
+                storeRevision=self.store.revision(name),
+                fresh=lookup.fresh,
+                reason=self.cache.unfresh_reason(name),
+                zones={
+                    z.name: {"available": {r.name: quantity_text(r.available) for r in z.resources}}
+                    for z in topology.zones
+                },
+            )
+            nodes[name] = entry
+        if node is not None:
+            nodes = {node: nodes[node]} if node in nodes else {}
+        dump["nodes"] = nodes
+        with self._lock:
+            counters = dict(self._counters)
+            tracked = len(self._pods)
+            ours = len(self._ours)
+            last = self._last_resync
+        return {
+            "ready": self.ready(),
+            "notReadyReason": self.not_ready_reason(),
+            "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
+            "profiles": sorted(self.profiles),
+            "informerMode": self.informer_mode.value,
+            "store": {"nodes": len(self.store), "generation": self.store.generation},
+            "pods": {"tracked": tracked, "reservedByWatch": ours},
+            "requests": counters,
+            "lastResync": last,
+            "cache": dump,
+        }

@@ -1,0 +1,329 @@
+"""The extender over real HTTP on 127.0.0.1, in kube-scheduler's JSON wire format.
+
+The store is fed with NRT objects directly (as the watch would), pods through the same event
+entry point the pod watch uses; no Kubernetes client is involved here.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from extender_helpers import GI, PROFILE, Client, node, nrt, pod
+from rte.consumer.caches import make_cache
+from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
+from rte.extender.server import ExtenderServer
+from rte.extender.service import ExtenderService
+from rte.extender.settings import extender_settings
+from rte.extender.wire import extender_score
+
+APP = {"cpu": 4, "memory": 8 * GI}
+"""The request of the Guaranteed pod used throughout: 4 CPUs and 8 GiB on one NUMA zone."""
+NO_ZONE = 'cannot align container "main": memory=8589934592 fits in no single NUMA zone with the rest'
+FOREIGN = (
+    "invalid node topology data: node has pods bound by other schedulers not yet reflected in its topology"
+)
+WORKER_A = nrt("worker-a", [{"cpu": 3, "memory": 60 * GI}, {"cpu": 5, "memory": 4 * GI}])
+WORKER_B = nrt("worker-b", [{"cpu": 8, "memory": 16 * GI}, {"cpu": 16, "memory": 64 * GI}])
+SOLO = nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[])
+
+
+@dataclass
+class Env:
+    store: NRTStore
+    service: ExtenderService
+    server: ExtenderServer
+    client: Client
+
+
+def _env(*, period: str = "5", ready: bool = True, **options: object) -> Iterator[Env]:
+    settings = extender_settings(cache_resync_period=period, scheduler_profiles=[PROFILE], **options)  # type: ignore[arg-type]
+    store = NRTStore()
+    for obj in (WORKER_A, WORKER_B, SOLO):
+        store.apply_object(ADDED, obj)
+    cache = make_cache(settings.cache, store)
+    service = ExtenderService(
+        store,
+        cache,
+        settings.strategy,
+        profiles=settings.cache.config.profiles,
+        informer_mode=settings.cache.config.informer_mode,
+    )
+    if ready:
+        service.nrt_synced.set()
+        service.replace_pods([])
+    server = ExtenderServer(service, "127.0.0.1", 0).start()
+    client = Client(server.url)
+    try:
+        yield Env(store, service, server, client)
+    finally:
+        client.close()
+        server.stop()
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    yield from _env()
+
+
+def names_args(p: dict[str, object], *names: str) -> dict[str, object]:
+    return {"Pod": p, "Nodes": None, "NodeNames": list(names)}
+
+
+def test_filter_with_node_names_answers_with_node_names_and_failed_nodes(env: Env) -> None:
+    status, result = env.client.post("filter", names_args(pod("app", APP), "worker-a", "worker-b", "plain"))
+    assert status == 200
+    assert result == {
+        "Nodes": None,
+        "NodeNames": ["worker-b", "plain"],
+        "FailedNodes": {"worker-a": NO_ZONE},
+        "FailedAndUnresolvableNodes": {},
+        "Error": "",
+    }
+
+
+def test_filter_with_node_objects_returns_the_passing_objects_and_checks_allocatable(env: Env) -> None:
+    nic_pod = pod("nic", {**APP, "example.com/nic": 1})
+    nodes = [
+        node("worker-b", {"cpu": "32", "memory": "80Gi", "example.com/nic": "4"}, labels={"zone": "x"}),
+        node("solo", {"cpu": "4", "memory": "8Gi"}),
+        node("worker-a", {"cpu": "8", "memory": "64Gi", "example.com/nic": "4"}),
+    ]
+    args = {"Pod": nic_pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": None}
+    status, result = env.client.post("filter", args)
+    assert status == 200
+    assert result["NodeNames"] is None
+    assert result["Nodes"] == {"metadata": {}, "items": [nodes[0]]}  # the object as sent, labels included
+    assert result["FailedNodes"] == {
+        "solo": 'cannot align container "main": example.com/nic is not allocatable on the node',
+        "worker-a": NO_ZONE,
+    }
+
+
+def test_prioritize_scales_scores_to_the_extender_range(env: Env) -> None:
+    status, result = env.client.post("prioritize", names_args(pod("app", APP), "worker-b", "solo", "plain"))
+    assert status == 200
+    # worker-b scores 50 of 100 (LeastAllocated, see test_cli_fit): 5 of 10. solo is filled
+    # exactly (0 left in its zone) and plain has no NRT: both 0.
+    assert result == [
+        {"Host": "worker-b", "Score": 5},
+        {"Host": "solo", "Score": 0},
+        {"Host": "plain", "Score": 0},
+    ]
+    burstable = pod("web", {"cpu": 1})
+    _, result = env.client.post("prioritize", names_args(burstable, "worker-b", "plain"))
+    assert result == [{"Host": "worker-b", "Score": 10}, {"Host": "plain", "Score": 10}]
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"), [(0, 0), (1, 1), (9, 1), (10, 1), (11, 2), (50, 5), (94, 10), (100, 10), (130, 10)]
+)
+def test_extender_scores_round_up_so_that_only_zero_stays_zero(ours: int, theirs: int) -> None:
+    assert extender_score(ours) == theirs
+
+
+def test_the_strategy_flag_reaches_prioritize() -> None:
+    for env in _env(strategy="LeastNUMANodes"):
+        _, result = env.client.post("prioritize", names_args(pod("app", APP), "worker-b"))
+        assert result == [{"Host": "worker-b", "Score": 10}]  # 94 of 100
+
+
+def test_keys_are_matched_case_insensitively_like_go_does(env: Env) -> None:
+    status, result = env.client.post("filter", {"pod": pod("app", APP), "nodenames": ["worker-a", "solo"]})
+    assert status == 200
+    assert result["NodeNames"] == ["solo"]
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"{not json", "ExtenderArgs: not valid JSON"),
+        (b"[]", "ExtenderArgs: expected a JSON object, got list"),
+        (b'{"NodeNames": ["solo"]}', "ExtenderArgs.Pod: missing or not an object"),
+        (json.dumps({"Pod": pod("p")}).encode(), "ExtenderArgs: neither NodeNames nor Nodes is set"),
+        (
+            json.dumps({"Pod": {"kind": "Service"}, "NodeNames": []}).encode(),
+            "ExtenderArgs.Pod: kind: expected Pod",
+        ),
+        (
+            json.dumps({"Pod": pod("p", {"cpu": "two"}), "NodeNames": ["solo"]}).encode(),
+            "ExtenderArgs.Pod: spec.containers[0].resources",
+        ),
+    ],
+)
+def test_a_bad_request_is_a_400_with_an_error_field(env: Env, body: bytes, error: str) -> None:
+    for verb in ("filter", "prioritize"):
+        status, result = env.client.request("POST", f"/{verb}", body)
+        assert status == 400
+        assert set(result) == {"Error"}
+        assert result["Error"].startswith(error)
+
+
+def test_unknown_verbs_and_paths_are_404_with_an_error_field(env: Env) -> None:
+    assert env.client.post("bind", {}) == (
+        404,
+        {"Error": "no such verb 'bind'; this extender serves filter and prioritize"},
+    )
+    status, result = env.client.get("/metrics")
+    assert status == 404 and "Error" in result
+
+
+def test_any_url_prefix_path_reaches_the_verbs(env: Env) -> None:
+    body = json.dumps(names_args(pod("app", APP), "solo")).encode()
+    status, result = env.client.request("POST", "/scheduler/numa/filter", body)
+    assert status == 200 and result["NodeNames"] == ["solo"]
+
+
+def test_a_chunked_body_is_read_too(env: Env) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", env.server.port, timeout=10)
+    body = json.dumps(names_args(pod("app", APP), "solo")).encode()
+    conn.request("POST", "/filter", body=iter([body[:10], body[10:]]), encode_chunked=True)
+    response = conn.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read())["NodeNames"] == ["solo"]
+    conn.close()
+
+
+def test_one_kept_alive_connection_serves_every_call(env: Env) -> None:
+    env.client.post("filter", names_args(pod("app", APP), "solo"))
+    sock = env.client.conn.sock
+    assert sock is not None
+    env.client.post("prioritize", names_args(pod("app", APP), "solo"))
+    env.client.get("/healthz")
+    assert env.client.conn.sock is sock
+
+
+def test_before_the_nrt_list_synced_calls_are_refused_and_readyz_says_why() -> None:
+    for env in _env(ready=False):
+        assert env.client.get("/healthz") == (200, {"status": "ok"})
+        assert env.client.get("/readyz") == (503, {"status": "NodeResourceTopology list not synced yet"})
+        status, result = env.client.post("filter", names_args(pod("app", APP), "solo"))
+        assert (status, result) == (
+            503,
+            {"Error": "extender not ready: NodeResourceTopology list not synced yet"},
+        )
+        env.service.nrt_synced.set()
+        assert env.client.get("/readyz") == (503, {"status": "pod list not synced yet"})
+        env.service.replace_pods([])
+        assert env.client.get("/readyz") == (200, {"status": "ready"})
+
+
+def _reservations(env: Env, name: str) -> list[str]:
+    _, state = env.client.get(f"/state?node={name}")
+    return [r["pod"] for r in state["cache"]["nodes"][name]["reservations"]]
+
+
+def _fits(env: Env, name: str, p: dict[str, object] | None = None) -> bool:
+    _, result = env.client.post("filter", names_args(p or pod("probe", APP), name))
+    return name in result["NodeNames"]
+
+
+def test_a_bound_pending_pod_of_ours_is_reserved_and_forgotten_when_deleted(env: Env) -> None:
+    assert _fits(env, "solo")
+    bound = pod("first", APP, node="solo", phase="Pending")
+    env.service.on_pod_event(ADDED, pod("first", APP))  # not bound yet: nothing to reserve
+    assert _reservations(env, "solo") == []
+    env.service.on_pod_event(MODIFIED, bound)
+    assert _reservations(env, "solo") == ["default/first"]
+    assert not _fits(env, "solo")  # the zone's 4 CPUs are taken by the reservation
+    env.service.on_pod_event(MODIFIED, bound)  # a repeated event reserves nothing more
+    assert _reservations(env, "solo") == ["default/first"]
+    env.service.on_pod_event(DELETED, bound)
+    assert _reservations(env, "solo") == []
+    assert _fits(env, "solo")
+
+
+def test_a_pod_that_finished_frees_its_reservation(env: Env) -> None:
+    env.service.on_pod_event(ADDED, pod("job", APP, node="solo", phase="Pending"))
+    assert _reservations(env, "solo") == ["default/job"]
+    env.service.on_pod_event(MODIFIED, pod("job", APP, node="solo", phase="Succeeded"))
+    assert _reservations(env, "solo") == []
+
+
+def test_a_pod_first_seen_running_is_not_reserved(env: Env) -> None:
+    env.service.replace_pods([pod("old", APP, node="solo", phase="Running")])
+    assert _reservations(env, "solo") == []
+    assert _fits(env, "solo")
+
+
+def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(env: Env) -> None:
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
+    assert not _fits(env, "solo")
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert (solo["dirty"], solo["maybeOverReserved"]) == (True, 1)
+    # The pod starts and the agent publishes an NRT that reflects it.
+    env.service.on_pod_event(MODIFIED, pod("first", APP, node="solo", phase="Running"))
+    env.store.apply_object(MODIFIED, nrt("solo", [{"cpu": 0, "memory": 0}], pods=[("default", "first")]))
+    report = env.service.resync()
+    assert report.flushed == ("solo",)
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert solo["reservations"] == []
+    assert (solo["dirty"], solo["maybeOverReserved"], solo["foreignPods"]) == (False, 0, 0)
+    assert solo["lastCompare"]["result"] == "match"
+    assert solo["zones"]["node-0"]["available"] == {"cpu": "0", "memory": "0"}
+    assert state["lastResync"]["flushed"] == ["solo"]
+    assert state["requests"]["resyncs"] == 1
+
+
+def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(env: Env) -> None:
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
+    env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
+    assert not _fits(env, "solo")
+    report = env.service.resync()  # the NRT still fingerprints the empty set: "first" is missing
+    assert report.still_dirty == ("solo",)
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert solo["reservations"][0]["pod"] == "default/second"
+    assert solo["dirty"] is True
+    assert solo["lastCompare"]["result"] == "mismatch"
+
+
+def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_matches(env: Env) -> None:
+    env.service.on_pod_event(
+        ADDED, pod("sneaky", {"cpu": 1}, node="solo", phase="Running", scheduler="default-scheduler")
+    )
+    _, result = env.client.post("filter", names_args(pod("app", APP), "solo"))
+    assert result["FailedNodes"] == {"solo": FOREIGN}
+    _, [score] = env.client.post("prioritize", names_args(pod("app", APP), "solo"))
+    assert score == {"Host": "solo", "Score": 0}
+    env.store.apply_object(
+        MODIFIED, nrt("solo", [{"cpu": 3, "memory": 8 * GI}], pods=[("default", "sneaky")])
+    )
+    assert env.service.resync().flushed == ("solo",)
+    _, result = env.client.post("filter", names_args(pod("small", {"cpu": 2, "memory": GI}), "solo"))
+    assert result["NodeNames"] == ["solo"]
+
+
+def test_state_dump_covers_every_node_or_one(env: Env) -> None:
+    status, state = env.client.get("/state")
+    assert status == 200
+    assert state["ready"] is True
+    assert state["cache"]["mode"] == "OverReserve"
+    assert sorted(state["cache"]["nodes"]) == ["solo", "worker-a", "worker-b"]
+    assert state["strategy"] == {"type": "LeastAllocated", "weights": {"cpu": 1, "memory": 1}}
+    _, one = env.client.get("/state?node=worker-b")
+    assert list(one["cache"]["nodes"]) == ["worker-b"]
+    assert one["cache"]["nodes"]["worker-b"]["zones"]["node-1"]["available"] == {
+        "cpu": "16",
+        "memory": str(64 * GI),
+    }
+    _, none = env.client.get("/state?node=nowhere")
+    assert none["cache"]["nodes"] == {}
+
+
+def test_passthrough_mode_dumps_the_zones_it_serves() -> None:
+    for env in _env(period="0"):
+        _, state = env.client.get("/state?node=solo")
+        assert state["cache"]["mode"] == "Passthrough"
+        solo = state["cache"]["nodes"]["solo"]
+        assert solo["fresh"] is True
+        assert solo["zones"] == {"node-0": {"available": {"cpu": "4", "memory": str(8 * GI)}}}
+        # Passthrough keeps no reservations: a bound pod changes nothing until the NRT does.
+        env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
+        assert _fits(env, "solo")
