@@ -31,7 +31,7 @@ from rte.consumer.cacheconfig import InformerMode
 from rte.consumer.filter import filter_node
 from rte.consumer.podset import is_in_flight
 from rte.consumer.requests import PreparedPod, prepare_pod
-from rte.consumer.score import ScoringStrategy, score_node
+from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
@@ -132,11 +132,11 @@ class ExtenderService:
         """A ``HostPriorityList`` for ``args``: our 0..100 scores scaled to 0..10."""
         prep = self._prepare(args)
         cache = self.cache
-        strategy = self.strategy
+        score = Scorer(prep, self.strategy)
         out = []
         for name in args.candidate_names():
             lookup = cache.get(name, prep.pod)
-            out.append(host_priority(name, score_node(prep, lookup.view, strategy, fresh=lookup.fresh)))
+            out.append(host_priority(name, score(lookup.view, fresh=lookup.fresh)))
         with self._lock:
             self._counters["prioritize"] += 1
         return out

@@ -1,0 +1,161 @@
+"""The extender's round trip: one Guaranteed pod against 5000 NRTs, filter then prioritize, over HTTP.
+
+What kube-scheduler does per pod: POST ``/filter`` with every candidate, then POST
+``/prioritize`` with the nodes that passed, on one kept-alive loopback connection. The store
+holds 5000 NRTs of 8 NUMA zones behind the OverReserve cache (views warmed by one call first,
+as they are after the first scheduling cycle). Printed: the median round trip with
+``nodeCacheCapable: true`` (names only) and ``false`` (whole Node objects), and the same
+decisions without HTTP and JSON, to show what the wire costs.
+
+The library-only figure (Filter + Score over prebuilt views) is ``bench/bench_consumer.py``.
+
+Run: ``.venv/bin/python -m bench.bench_extender``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+from typing import Any
+
+from bench.timing import median_seconds
+from rte.consumer.cacheconfig import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.caches import make_cache
+from rte.consumer.score import ScoringStrategy
+from rte.consumer.store import NRTStore
+from rte.extender.server import ExtenderServer
+from rte.extender.service import ExtenderService
+from rte.extender.wire import ExtenderArgs
+from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
+
+NODES = 5000
+ZONES = 8
+GI = 2**30
+
+
+def _topology(index: int, rng: random.Random) -> NodeTopology:
+    zones = []
+    for z in range(ZONES):
+        resources = (
+            ResourceInfo("cpu", 32, 32, rng.randrange(0, 33)),
+            ResourceInfo("hugepages-1Gi", 8 * GI, 8 * GI, rng.randrange(0, 8) * GI),
+            ResourceInfo("memory", 96 * GI, 96 * GI, rng.randrange(0, 96) * GI),
+            ResourceInfo("vendor.com/nic", 4, 4, rng.randrange(0, 5)),
+        )
+        costs = tuple(Cost(f"node-{j}", 10 if j == z else 21) for j in range(ZONES))
+        zones.append(Zone(name=f"node-{z}", costs=costs, resources=resources))
+    attrs = (
+        Attribute("topologyManagerPolicy", "single-numa-node"),
+        Attribute("topologyManagerScope", "container"),
+    )
+    return NodeTopology(name=f"worker-{index:05d}", zones=tuple(zones), attributes=attrs)
+
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "latency-critical", "namespace": "bench", "uid": "u-1"},
+    "spec": {
+        "schedulerName": "topo-aware-scheduler",
+        "containers": [
+            {
+                "name": "app",
+                "resources": {
+                    "requests": {"cpu": "4", "memory": "8Gi"},
+                    "limits": {"cpu": "4", "memory": "8Gi"},
+                },
+            }
+        ],
+    },
+}
+
+
+def _node_object(name: str) -> dict[str, Any]:
+    """A Node about the size kube-scheduler sends (labels, allocatable, capacity, conditions)."""
+    quantities = {
+        "cpu": "256",
+        "memory": "768Gi",
+        "hugepages-1Gi": "64Gi",
+        "vendor.com/nic": "32",
+        "pods": "110",
+    }
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "node-role.kubernetes.io/worker": "", "zone": "a"},
+        },
+        "spec": {"podCIDR": "10.0.0.0/24"},
+        "status": {
+            "allocatable": quantities,
+            "capacity": quantities,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {"kubeletVersion": "v1.35.0", "containerRuntimeVersion": "containerd://2.0.0"},
+        },
+    }
+
+
+class _RoundTrip:
+    def __init__(self, port: int, names: list[str], cache_capable: bool) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port)
+        self.cache_capable = cache_capable
+        self.names = names
+        self.nodes = {n: _node_object(n) for n in names}
+        self.passed = 0
+
+    def _args(self, names: list[str]) -> bytes:
+        if self.cache_capable:
+            return json.dumps({"Pod": POD, "Nodes": None, "NodeNames": names}).encode()
+        items = [self.nodes[n] for n in names]
+        return json.dumps({"Pod": POD, "Nodes": {"items": items}, "NodeNames": None}).encode()
+
+    def _post(self, verb: str, body: bytes) -> Any:
+        self.conn.request("POST", f"/{verb}", body=body, headers={"Content-Type": "application/json"})
+        response = self.conn.getresponse()
+        data = response.read()
+        assert response.status == 200, data[:200]
+        return json.loads(data)
+
+    def __call__(self) -> None:
+        # Encoding the request and decoding the answer is what kube-scheduler pays too: timed.
+        result = self._post("filter", self._args(self.names))
+        if self.cache_capable:
+            passed = result["NodeNames"]
+        else:
+            passed = [n["metadata"]["name"] for n in result["Nodes"]["items"]]
+        self._post("prioritize", self._args(passed))
+        self.passed = len(passed)
+
+
+def main() -> None:
+    rng = random.Random(42)
+    store = NRTStore()
+    store.replace_all(_topology(i, rng) for i in range(NODES))
+    cache = make_cache(CacheSettings(CacheMode.OVER_RESERVE, 5.0, CacheConfig()), store)
+    service = ExtenderService(store, cache, ScoringStrategy(), profiles={"topo-aware-scheduler"})
+    service.nrt_synced.set()
+    service.replace_pods([])
+    names = store.nodes()
+    with ExtenderServer(service, "127.0.0.1", 0) as server:
+        print(f"{NODES} NRTs of {ZONES} zones, OverReserve cache, LeastAllocated, pod: 4 CPUs + 8 GiB")
+        for cache_capable in (True, False):
+            trip = _RoundTrip(server.port, names, cache_capable)
+            trip()  # warm: views built, connection open
+            ms = median_seconds(trip) * 1000
+            mode = "nodeCacheCapable: true " if cache_capable else "nodeCacheCapable: false"
+            print(
+                f"  {mode}  filter+prioritize over HTTP: median {ms:6.1f} ms "
+                f"({ms * 1000 / NODES:5.1f} µs/node; {trip.passed} of {NODES} passed)"
+            )
+            trip.conn.close()
+
+        def in_process() -> None:
+            passed = service.filter(ExtenderArgs(POD, None, names))["NodeNames"]
+            service.prioritize(ExtenderArgs(POD, None, passed))
+
+        ms = median_seconds(in_process) * 1000
+        print(f"  same decisions in process (no HTTP, no JSON): median {ms:6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
