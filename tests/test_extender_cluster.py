@@ -199,3 +199,22 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     publish(objects, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
     wait_for(lambda: store_cpu("solo") == 4, timeout=10)
     wait_for(lambda: app.feeds.status()["nrt"]["lists"] == 2)
+    _, state = http.get("/state")
+    assert state["watches"]["nrt"]["failures"] >= 1
+    assert state["watches"]["nrt"]["lastError"]  # the outage, as the watch saw it
+    assert set(state["watches"]) == {"nrt", "pods", "leases"}
+
+
+def test_readyz_says_why_while_the_nrt_list_keeps_failing(
+    fake_apiserver: FakeApiServer, fake_kubeconfig: Path
+) -> None:
+    fake_apiserver.uninstall_crd()  # the NRT list answers 404 until the CRD is installed
+    settings = extender_settings(listen="127.0.0.1:0", kubeconfig=str(fake_kubeconfig))
+    with ExtenderApp(settings) as extender:
+        assert extender.server is not None
+        c = Client(extender.server.url)
+        wait_for(lambda: "last error: 404" in c.get("/readyz")[1]["status"])
+        assert c.post("filter", {"Pod": pod("p", APP), "NodeNames": ["n"]})[0] == 503
+        fake_apiserver.install_crd()
+        wait_for(lambda: c.get("/readyz")[0] == 200, timeout=10)
+        c.close()

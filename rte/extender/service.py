@@ -80,6 +80,8 @@ class ExtenderService:
         self.pods_synced = threading.Event()
         self.pods_tracked = True
         """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
+        self.watch_status: Callable[[], Mapping[str, Any]] | None = None
+        """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
 
@@ -91,10 +93,16 @@ class ExtenderService:
 
     def not_ready_reason(self) -> str:
         if not self.nrt_synced.is_set():
-            return "NodeResourceTopology list not synced yet"
+            return "NodeResourceTopology list not synced yet" + self._last_error("nrt")
         if self.pods_tracked and not self.pods_synced.is_set():
-            return "pod list not synced yet"
+            return "pod list not synced yet" + self._last_error("pods")
         return ""
+
+    def _last_error(self, watch: str) -> str:
+        # A list that keeps failing (RBAC missing, CRD not installed) should say why on /readyz.
+        status = self.watch_status() if self.watch_status is not None else {}
+        error = (status.get(watch) or {}).get("lastError")
+        return f" (last error: {error})" if error else ""
 
     # --- decisions -----------------------------------------------------------------------
 
@@ -257,6 +265,7 @@ class ExtenderService:
         return {
             "ready": self.ready(),
             "notReadyReason": self.not_ready_reason(),
+            "watches": dict(self.watch_status()) if self.watch_status is not None else None,
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,
