@@ -271,5 +271,11 @@ def extender_cmd(log_level: str, **options: Any) -> None:
     run_extender(extender_settings(**options))
 
 
+# `rte simulate`: its module imports only click at the top; the simulator loads when it runs.
+from rte.commands.simulate import simulate_cmd  # noqa: E402
+
+main.add_command(simulate_cmd)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
