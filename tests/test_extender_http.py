@@ -327,3 +327,13 @@ def test_passthrough_mode_dumps_the_zones_it_serves() -> None:
         # Passthrough keeps no reservations: a bound pod changes nothing until the NRT does.
         env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
         assert _fits(env, "solo")
+
+
+def test_discard_reserved_cannot_block_a_node_behind_an_extender() -> None:
+    # The extender sees the pod only once bound, when DiscardReserved already releases the node.
+    for env in _env(discard_reserved=True):
+        env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
+        _, state = env.client.get("/state?node=solo")
+        assert state["cache"]["mode"] == "DiscardReserved"
+        assert state["cache"]["nodes"]["solo"]["fresh"] is True
+        assert _fits(env, "solo")

@@ -204,7 +204,11 @@ class ExtenderService:
         if not node or key in self._ours or pod.scheduler_name not in self.profiles:
             return
         if is_in_flight(pod, node, self.informer_mode):
+            # We learn of the placement once the pod is bound: Reserve and PostBind at once.
+            # OverReserve keeps the reservation until a flush; DiscardReserved, which blocks a
+            # node only between the two, is therefore Passthrough behind an extender.
             self.cache.reserve(node, pod)
+            self.cache.post_bind(node, pod)
             self._ours[key] = node
             self._counters["reservedFromWatch"] += 1
 

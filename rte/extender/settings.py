@@ -5,7 +5,7 @@
 | ``--strategy`` | ``scoringStrategy.type`` | ``LeastAllocated`` |
 | ``--weight RES=W`` (repeatable) | ``scoringStrategy.resources`` | cpu=1, memory=1 |
 | ``--cache-resync-period SECONDS`` | ``cacheResyncPeriodSeconds`` | 0: Passthrough, no reserve cache |
-| ``--discard-reserved`` | ``discardReservedNodes`` | off |
+| ``--discard-reserved`` | ``discardReservedNodes`` | off (see below) |
 | ``--foreign-pods-detect`` | ``cache.foreignPodsDetect`` | ``All`` |
 | ``--resync-method`` | ``cache.resyncMethod`` | ``Autodetect`` |
 | ``--informer-mode`` | ``cache.informerMode`` | ``Dedicated`` |
@@ -16,6 +16,10 @@ The defaults are the reference's; the example deployment sets the values its REA
 ``--heartbeat-namespace`` (where the agents renew their Leases; empty disables the Lease watch),
 ``--heartbeat-max-age`` and ``--stale-action`` (the staleness rule, off by default), and
 ``--nrt-file`` (serve NRTs from files, with no cluster: for trying it out and for tests).
+
+``--discard-reserved`` is accepted for parity, but an extender is told of a placement only once
+the pod is bound, which is when DiscardReserved stops blocking the node: behind an extender it
+behaves like Passthrough.
 
 Every mistake is a one-line :class:`~rte.errors.ConfigError` naming the flag.
 """
