@@ -1,0 +1,159 @@
+"""The agent process at default settings, against the local doubles: writes, latency, CPU, memory.
+
+Runs ``python -m rte run`` with the defaults (List poll 500 ms, resync 60 s, debounce 100 ms,
+heartbeat Lease 40 s, pod watch on) against the fake kubelet (Dell R640 fixture, over a unix
+socket) and the apiserver double, and prints:
+
+* NRT writes per hour at steady state: writes stored by the apiserver double over a quiet
+  window, extrapolated (target <= 1 per node per hour; the reference agents write 60/h at their
+  default 60 s period). Heartbeat Lease writes are shown separately: they are the freshness
+  signal that lets the NRT stay untouched;
+* latency from a pod change at the fake kubelet to the changed NRT stored, over ~30 changes,
+  with no notify file or other hook (target p99 <= 1 s);
+* idle CPU of the agent process (psutil cpu_times over the quiet window; target <= 2% of a core);
+* resident memory (target <= 80 MiB).
+
+    python -m bench.bench_agent [--window 60] [--changes 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hack"))
+
+import scenarios  # noqa: E402
+from fake_apiserver import FakeApiServer  # noqa: E402
+from fake_kubelet import FakeKubelet  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures"
+SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
+SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
+KUBELET_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+NODE = "bench-node"
+NRT = "noderesourcetopologies"
+GiB = 1024**3
+
+
+def _wait(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def _version(api: FakeApiServer) -> str | None:
+    obj = api.nrt(NODE)
+    return None if obj is None else str(obj["metadata"]["resourceVersion"])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def run(window: float, changes: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="rte-bench-") as tmp, FakeApiServer() as api:
+        api.register_node(NODE)
+        kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
+        (Path(tmp) / "kubelet" / "device-plugins").mkdir(parents=True)
+        with FakeKubelet(scenario=SCENARIO) as kubelet:
+            argv = [
+                sys.executable, "-m", "rte", "run",
+                "--node-name", NODE,
+                "--kubeconfig", str(kubeconfig),
+                "--podresources", kubelet.endpoint,
+                "--sysfs", str(SYSFS),
+                "--kubelet-config", str(KUBELET_CONFIG),
+                "--kubelet-root", str(Path(tmp) / "kubelet"),
+                "--notify-file", str(Path(tmp) / "notify"),
+                "--http-address", "127.0.0.1:0",
+            ]  # fmt: skip
+            env = {k: v for k, v in os.environ.items() if not k.startswith("RTE_")}
+            agent = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                _wait(lambda: _version(api) is not None, 30, "the first publish")
+                time.sleep(3)  # let the pod watch sync and the start-up writes settle
+                proc = psutil.Process(agent.pid)
+
+                # -- quiet window: writes and idle CPU ------------------------------------------
+                writes, leases = api.writes(NRT), api.writes("leases")
+                cpu = proc.cpu_times()
+                start = time.monotonic()
+                time.sleep(window)
+                elapsed = time.monotonic() - start
+                cpu_after = proc.cpu_times()
+                busy = (cpu_after.user - cpu.user) + (cpu_after.system - cpu.system)
+                nrt_writes = api.writes(NRT) - writes
+                lease_writes = api.writes("leases") - leases
+
+                # -- reactivity: pod change at the kubelet -> changed NRT stored ------------------
+                latencies = []
+                for i in range(changes):
+                    before = _version(api)
+                    if i % 2 == 0:
+                        pod = scenarios.pod(
+                            "bench",
+                            "churn",
+                            scenarios.container("app", [6, 8], (), [scenarios.memory("memory", GiB, 0)]),
+                        )
+                        kubelet.add_pod(pod)
+                    else:
+                        kubelet.remove_pod("bench", "churn")
+                    changed_at = time.monotonic()
+                    _wait(lambda b=before: _version(api) != b, 10, f"change {i} to be published")  # type: ignore[misc]
+                    latencies.append(time.monotonic() - changed_at)
+                    time.sleep(1.2)  # well apart: each change is its own event
+                rss = proc.memory_info().rss
+            finally:
+                agent.terminate()
+                agent.wait(15)
+    return {
+        "window_s": elapsed,
+        "nrt_writes": nrt_writes,
+        "nrt_writes_per_hour": nrt_writes / elapsed * 3600,
+        "lease_writes_per_hour": lease_writes / elapsed * 3600,
+        "cpu_percent": busy / elapsed * 100,
+        "rss_mib": rss / 2**20,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+        "max_ms": max(latencies) * 1000,
+        "changes": len(latencies),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=float, default=60.0, help="quiet window in seconds (default 60)")
+    parser.add_argument("--changes", type=int, default=30, help="pod changes for the latency figures")
+    args = parser.parse_args()
+    r = run(args.window, args.changes)
+    print(f"rte run at default settings, quiet window {r['window_s']:.0f} s:")
+    print(
+        f"  NRT writes at steady state: {r['nrt_writes']:.0f} in the window ="
+        f" {r['nrt_writes_per_hour']:.1f} per hour (target <= 1; reference agents 60)"
+    )
+    print(f"  heartbeat Lease writes: {r['lease_writes_per_hour']:.0f} per hour (the freshness signal)")
+    print(f"  idle CPU: {r['cpu_percent']:.2f}% of one core (target <= 2%)")
+    print(f"  resident memory: {r['rss_mib']:.0f} MiB (target <= 80 MiB)")
+    print(f"  pod change at the kubelet -> NRT stored, {r['changes']:.0f} changes, no hook:")
+    print(
+        f"    p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms, max {r['max_ms']:.0f} ms"
+        " (target p99 <= 1000 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
