@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rte import __version__
@@ -122,3 +122,34 @@ def load_api_client(kubeconfig: str | None, *, qps: float = 5.0, timeout: float 
     rest: Any = api_client.rest_client
     rest.pool_manager = _PacedPool(rest.pool_manager, bucket, urllib3.Timeout(connect=timeout, read=timeout))
     return api_client
+
+
+def raw_get(
+    api_client: Any,
+    path: str,
+    query: Sequence[tuple[str, str | int | bool]] = (),
+    *,
+    timeout: float | tuple[float, float] | None = None,
+) -> Any:
+    """GET ``path`` through ``api_client`` and return the undecoded urllib3 response.
+
+    The agent reads only two core objects (its own Node and the pods bound to it); going through
+    the client's generic request path instead of ``CoreV1Api`` keeps the generated core client,
+    about 20 MiB of resident memory, out of the process. A non-2xx answer raises the client's
+    ``ApiException``, exactly as the generated methods do.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query]
+    request = api_client.param_serialize(
+        method="GET",
+        resource_path=path,
+        query_params=params,
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = api_client.call_api(*request, _request_timeout=timeout)
+    if not 200 <= response.status <= 299:
+        response.read()
+        raise ApiException.from_response(http_resp=response, body=None, data=None)
+    return response.response

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from rte.agent.kube import raw_get
 from rte.agent.retry import Backoff, describe, is_api_error, status_of
 from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
@@ -42,6 +43,9 @@ _QUICK_END = 1.0
 
 class _Expired(Exception):
     """The watch's resourceVersion is too old (410): list again."""
+
+
+PODS_PATH = "/api/v1/pods"
 
 
 class NodePodWatch:
@@ -59,13 +63,12 @@ class NodePodWatch:
         connect_timeout: float = 10.0,
         rng: Callable[[], float] = random.random,
     ) -> None:
-        from kubernetes import client
 
         self.node_name = node_name
         self.on_change = on_change
         self.watch_seconds = watch_seconds
         self.connect_timeout = connect_timeout
-        self._core = client.CoreV1Api(api_client)
+        self._api = api_client
         self._backoff = Backoff(backoff_base, backoff_cap, rng)
         self._rng = rng
         self._lock = threading.Lock()
@@ -148,11 +151,11 @@ class NodePodWatch:
         return f"spec.nodeName={self.node_name}"
 
     def _relist(self) -> None:
-        response: Any = self._core.list_pod_for_all_namespaces(
-            field_selector=self._selector(),
-            resource_version="0",
-            _preload_content=False,
-            _request_timeout=(self.connect_timeout, self.connect_timeout + 60.0),
+        response: Any = raw_get(
+            self._api,
+            PODS_PATH,
+            [("fieldSelector", self._selector()), ("resourceVersion", "0")],
+            timeout=(self.connect_timeout, self.connect_timeout + 60.0),
         )
         body = json.loads(response.data)
         pods: dict[PodKey, Pod] = {}
@@ -173,15 +176,15 @@ class NodePodWatch:
     def _watch(self) -> None:
         # Jitter the server-side timeout so agents started together do not re-watch together.
         seconds = int(self.watch_seconds * (0.9 + 0.2 * self._rng()))
-        response: Any = self._core.list_pod_for_all_namespaces(
-            field_selector=self._selector(),
-            resource_version=self._rv,
-            watch=True,
-            allow_watch_bookmarks=True,
-            timeout_seconds=seconds,
-            _preload_content=False,
-            _request_timeout=(self.connect_timeout, seconds + 30.0),
-        )
+        query: list[tuple[str, str | int | bool]] = [
+            ("fieldSelector", self._selector()),
+            ("watch", True),
+            ("allowWatchBookmarks", True),
+            ("timeoutSeconds", seconds),
+        ]
+        if self._rv:
+            query.append(("resourceVersion", self._rv))
+        response: Any = raw_get(self._api, PODS_PATH, query, timeout=(self.connect_timeout, seconds + 30.0))
         with self._lock:
             self._response = response
         try:

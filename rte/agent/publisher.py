@@ -37,6 +37,7 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
+from rte.agent.kube import raw_get
 from rte.agent.nrtpatch import merge_patch
 from rte.agent.retry import Backoff, Failure, classify, describe, is_api_error
 from rte.errors import PublishError, UnavailableError
@@ -96,7 +97,7 @@ class Publisher:
         self._backoff = Backoff(backoff_base, backoff_cap, rng)
         self._sleep = sleep
         self._objects = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
+        self._api = api_client
         self._extensions = client.ApiextensionsV1Api(api_client)
         self._lock = threading.Lock()
         self._server: dict[str, Any] | None = None  # the last NRT the apiserver returned
@@ -289,7 +290,7 @@ class Publisher:
             return None
         if self._node_uid is None:
             try:
-                node = _json(self._core.read_node(self.node_name, _preload_content=False))
+                node = _json(raw_get(self._api, f"/api/v1/nodes/{self.node_name}"))
             except Exception as e:
                 if not is_api_error(e):
                     raise
