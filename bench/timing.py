@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 
 def median_seconds(func: Callable[[], object], *, repeat: int = 7, number: int = 1) -> float:
@@ -32,3 +33,13 @@ def median_command_seconds(argv: Sequence[str], *, repeat: int = 9) -> float:
 
 def python() -> str:
     return sys.executable
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the summary table printed by ``python -m bench.run_all``."""
+
+    what: str
+    figure: str
+    target: str
+    met: bool | None  # None: informational, no target

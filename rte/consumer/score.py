@@ -110,7 +110,9 @@ def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
         columns.append(column)
     if not columns:
         return 0
-    totals = columns[0] if len(columns) == 1 else list(map(sum, zip(*columns, strict=True)))
+    totals = columns[0]
+    for column in columns[1:]:  # pairwise sums: cheaper than zip(*columns) for the usual 2-3 rows
+        totals = [t + x for t, x in zip(totals, column, strict=True)]
     # Zone score = total // weight_sum; floor is monotone, so the smallest non-zero zone score
     # is the smallest total that reaches weight_sum, divided once.
     lowest = min(totals)
