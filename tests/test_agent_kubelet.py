@@ -17,8 +17,9 @@ import scenarios
 from fake_kubelet import FakeKubelet
 from nrt_schema import schema_errors
 from rte.agent.accounting import account
+from rte.agent.compute import KubeletInputs, compute_topology
 from rte.cli import main
-from rte.commands.dump import compute, read_kubelet
+from rte.commands.dump import read_kubelet
 from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
@@ -71,7 +72,9 @@ def test_large_sparse_node_over_the_socket(tmp_path: Path) -> None:
     with FakeKubelet(scenario=scenario.write(tmp_path / "large")) as kubelet:
         data = read_kubelet(kubelet.endpoint, timeout=5, err=io.StringIO())
     assert data is not None and len(data.pods) == 250
-    topology, accounting = compute(machine, "big", config, data, fp.METHOD_ALL)
+    topology, accounting = compute_topology(
+        machine, "big", config, KubeletInputs(data.allocatable, data.pods), fp.METHOD_ALL
+    )
     assert accounting.findings == ()
     assert [z.name for z in topology.zones] == [f"node-{i}" for i in scenarios.LARGE_NODE_NUMA_IDS]
     obj = to_nrt(topology)

@@ -13,6 +13,7 @@ from rte.agent.accounting import Accounting, account
 from rte.agent.builder import build_topology
 from rte.agent.podset import INFORMER_DEDICATED, PodGlob, fingerprint_pods
 from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.topology import Attribute, NodeTopology, Zone
@@ -38,6 +39,7 @@ def compute_topology(
     informer_mode: str = INFORMER_DEDICATED,
     exclude: Iterable[PodGlob] = (),
     zone_attributes: Mapping[int, Mapping[str, str]] | None = None,
+    memory_state: MemoryManagerState | None = None,
 ) -> tuple[NodeTopology, Accounting]:
     """The canonical NodeTopology and the accounting behind it.
 
@@ -45,13 +47,14 @@ def compute_topology(
     kubelet lacking GetAllocatableResources, allocatable is derived from sysfs and the config.
     ``specs`` (pods bound to this node, from the API) switches the fingerprint to the spec rule.
     ``zone_attributes`` (NUMA id -> attributes, e.g. zone load) are added to the zones.
+    ``memory_state`` (the memory manager checkpoint) settles multi-NUMA memory blocks.
     """
     allocatable = None
     pods: tuple[PodResources, ...] = ()
     if kubelet is not None:
         allocatable = kubelet.allocatable if kubelet.allocatable is not None else AllocatableResources()
         pods = kubelet.pods
-    accounting = account(machine, config, allocatable, pods)
+    accounting = account(machine, config, allocatable, pods, memory_state if kubelet is not None else None)
     counted = None
     if kubelet is not None:
         counted = fingerprint_pods(

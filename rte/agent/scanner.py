@@ -29,6 +29,7 @@ from rte.agent.kubelet import KubeletReader, Listing
 from rte.agent.podset import PodGlob
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.kubelet_state import MemoryManagerState, load_memory_manager_state
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
@@ -68,6 +69,34 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class MemoryStateCache:
+    """The kubelet's memory manager checkpoint, re-read only when the file changes.
+
+    Optional truth: it settles how multi-NUMA memory blocks were split (see
+    :func:`rte.agent.accounting.account`). Absent (not mounted, no Static policy) or unreadable
+    means None: accounting then relies on podresources alone, with one warning per bad version.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._key: object = None
+        self._state: MemoryManagerState | None = None
+
+    def get(self) -> MemoryManagerState | None:
+        if self.path is None:
+            return None
+        key = _stamp(self.path)
+        if key != self._key:
+            self._key = key
+            self._state = None
+            if key is not None:
+                try:
+                    self._state = load_memory_manager_state(self.path)
+                except InputError as e:
+                    log.warning("ignoring the memory manager checkpoint: %s", e)
+        return self._state
 
 
 class KubeletConfigCache:
@@ -118,8 +147,10 @@ class Scanner:
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        memory_state: MemoryStateCache | None = None,
     ) -> None:
         self.node_name = node_name
+        self._memory_state = memory_state or MemoryStateCache(None)
         self.reader = reader
         self._load_machine = machine_loader
         self._config = kubelet_config
@@ -196,5 +227,6 @@ class Scanner:
             informer_mode=self._informer_mode,
             exclude=self._exclude,
             zone_attributes=extra,
+            memory_state=self._memory_state.get(),
         )
         return Scan(topology, accounting, self.listing, self._clock() - start)

@@ -15,14 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from rte.agent.accounting import Accounting, account
-from rte.agent.builder import build_topology
-from rte.agent.podset import fingerprint_pods
+from rte.agent.compute import KubeletInputs, compute_topology
 from rte.commands.render import render_table
 from rte.errors import NotSupportedError, UnavailableError
-from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.kubelet_config import load_kubelet_config
 from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
-from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt
@@ -78,30 +75,6 @@ def read_kubelet(endpoint: str, *, timeout: float, err: TextIO) -> KubeletData |
         return KubeletData(allocatable, pods, endpoint)
 
 
-def compute(
-    machine: Machine,
-    node_name: str,
-    config: KubeletConfig | None,
-    kubelet: KubeletData | None,
-    method: str,
-    memory_state: MemoryManagerState | None = None,
-) -> tuple[NodeTopology, Accounting]:
-    allocatable = kubelet.allocatable if kubelet else None
-    pods = kubelet.pods if kubelet else ()
-    if kubelet is not None and allocatable is None:
-        allocatable = AllocatableResources()  # reachable but old: still not "hardware only"
-    accounting = account(machine, config, allocatable, pods, memory_state if kubelet else None)
-    counted = fingerprint_pods(pods, method) if kubelet is not None else []
-    topology = build_topology(
-        node_name,
-        accounting,
-        config=config,
-        fingerprint_pods=counted,
-        fingerprint_method=method,
-    )
-    return topology, accounting
-
-
 def read_memory_state(kubelet_dir: str | None) -> MemoryManagerState | None:
     """The memory manager checkpoint under the kubelet root dir, when there is one."""
     if not kubelet_dir:
@@ -135,9 +108,13 @@ def dump(
             " (allocatable = available = capacity)",
             file=err,
         )
-    memory_state = read_memory_state(kubelet_dir)
-    topology, accounting = compute(
-        machine, node_name or socket.gethostname(), config, kubelet, method, memory_state
+    topology, accounting = compute_topology(
+        machine,
+        node_name or socket.gethostname(),
+        config,
+        KubeletInputs(kubelet.allocatable, kubelet.pods) if kubelet else None,
+        method,
+        memory_state=read_memory_state(kubelet_dir),
     )
     for finding in accounting.findings:
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)

@@ -34,7 +34,7 @@ from rte.agent.loop import Agent, HeartbeatRunner, PodSnapshots, Publishing, int
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
-from rte.agent.scanner import KubeletConfigCache, Scanner, ZoneAttributes
+from rte.agent.scanner import KubeletConfigCache, MemoryStateCache, Scanner, ZoneAttributes
 from rte.agent.status import AgentStatus
 from rte.agent.watch import FileWatcher, WatchSpec
 from rte.errors import RteError
@@ -187,6 +187,7 @@ def build_agent(
         exclude=[PodGlob.parse(g) for g in settings.pod_exclude],
         zone_attributes=_zone_load(settings),
         on_kubelet_error=lambda method, kind: metrics.podresources_errors.inc(method=method, kind=kind),
+        memory_state=MemoryStateCache(Path(settings.kubelet_root) / MEMORY_MANAGER_STATE),
     )
     agent_ref: list[Agent] = []
     cluster = None
