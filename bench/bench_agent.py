@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def run(window: float, changes: int) -> dict[str, float]:
 
                 # -- reactivity: pod change at the kubelet -> changed NRT stored ------------------
                 latencies = []
+                phase = random.Random(7)
                 for i in range(changes):
                     before = _version(api)
                     if i % 2 == 0:
@@ -117,7 +119,9 @@ def run(window: float, changes: int) -> dict[str, float]:
                     changed_at = time.monotonic()
                     _wait(lambda b=before: _version(api) != b, 10, f"change {i} to be published")  # type: ignore[misc]
                     latencies.append(time.monotonic() - changed_at)
-                    time.sleep(1.2)  # well apart: each change is its own event
+                    # Well apart (each change is its own event), at a random phase of the 500 ms
+                    # List poll, so the figures sample the whole poll period.
+                    time.sleep(1.2 + phase.uniform(0.0, 0.5))
                 rss = proc.memory_info().rss
             finally:
                 agent.terminate()
