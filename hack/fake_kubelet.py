@@ -39,8 +39,8 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from rte.podres.ratelimit import TokenBucket
 from rte.podres.v1 import api_pb2
+from rte.ratelimit import TokenBucket
 
 SERVICE = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
 METHODS = ("List", "GetAllocatableResources", "Get")

@@ -11,7 +11,7 @@ from kubernetes import client
 
 from agent_api_helpers import wait_until
 from apiserver_double import FakeApiServer
-from rte.agent.kube import USER_AGENT, TokenBucket, load_api_client
+from rte.agent.kube import USER_AGENT, load_api_client
 from rte.agent.retry import Backoff, Failure, classify, retry_after
 from rte.errors import ConfigError
 
@@ -60,20 +60,6 @@ def test_requests_time_out_by_default_and_are_not_retried_behind_our_back(
     assert core.read_node("worker-1").metadata.name == "worker-1"
     assert fake_apiserver.requests[-1].user_agent == USER_AGENT
     api_client.close()
-
-
-def test_the_token_bucket_allows_a_burst_then_paces() -> None:
-    now = [0.0]
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        now[0] += seconds
-
-    bucket = TokenBucket(5.0, 2, clock=lambda: now[0], sleep=sleep)
-    assert [bucket.acquire() for _ in range(4)] == pytest.approx([0.0, 0.0, 0.2, 0.2])
-    now[0] += 10  # a quiet period refills the bucket, up to the burst only
-    assert [bucket.acquire() for _ in range(3)] == pytest.approx([0.0, 0.0, 0.2])
 
 
 def test_paced_requests_reach_the_server_at_the_configured_rate(

@@ -17,53 +17,14 @@ The ``kubernetes`` package is imported lazily: ``rte dump`` and the consumer nev
 from __future__ import annotations
 
 import os
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rte import __version__
 from rte.errors import ConfigError
+from rte.ratelimit import TokenBucket
 
 USER_AGENT = f"rte-agent/{__version__}"
-
-
-class TokenBucket:
-    """Allow ``rate`` acquisitions per second on average and ``burst`` at once.
-
-    A caller that finds the bucket empty reserves its token (the level goes negative) and
-    sleeps outside the lock, so concurrent callers queue fairly instead of spinning.
-    """
-
-    def __init__(
-        self,
-        rate: float,
-        burst: int,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if rate <= 0 or burst < 1:
-            raise ValueError(f"a token bucket needs rate > 0 and burst >= 1, got {rate}, {burst}")
-        self.rate = rate
-        self.burst = burst
-        self._clock = clock
-        self._sleep = sleep
-        self._level = float(burst)
-        self._stamp = clock()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take one token, sleeping until it is due; the seconds slept."""
-        with self._lock:
-            now = self._clock()
-            self._level = min(float(self.burst), self._level + (now - self._stamp) * self.rate)
-            self._stamp = now
-            self._level -= 1.0
-            wait = -self._level / self.rate if self._level < 0 else 0.0
-        if wait > 0:
-            self._sleep(wait)
-        return wait
 
 
 class _PacedPool:

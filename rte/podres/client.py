@@ -25,9 +25,9 @@ from google.protobuf.message import DecodeError
 
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.podres import convert
-from rte.podres.ratelimit import TokenBucket
 from rte.podres.types import AllocatableResources, PodResources
 from rte.podres.v1 import api_pb2
+from rte.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message

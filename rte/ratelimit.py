@@ -1,7 +1,9 @@
-"""A blocking token bucket, so rte stays well below the kubelet's podresources rate limit.
+"""A blocking token bucket: how rte paces its calls to the kubelet and to the apiserver.
 
-The kubelet allows 100 QPS with a burst of 10, shared by every client of the socket; going over
-makes calls fail with RESOURCE_EXHAUSTED. Waiting a little on our side is cheaper than failing.
+The kubelet allows 100 QPS with a burst of 10 on its podresources socket, shared by every
+client; going over makes calls fail with RESOURCE_EXHAUSTED. The apiserver throttles with 429.
+Waiting a little on our side is cheaper than failing. (The agent loop's own scheduling uses the
+non-blocking bucket in :mod:`rte.agent.pacing`, which takes the time as an argument.)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rte.podres.ratelimit import TokenBucket
+from rte.ratelimit import TokenBucket
 
 
 class Clock:
