@@ -164,7 +164,7 @@ def test_stop_ends_the_thread_and_closes_the_watch(
     assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
     watch.stop()
     wait_until(lambda: fake_apiserver.open_watches == 0, what="the watch to close")
-    assert watch._thread is None
+    assert not watch.running
 
 
 def test_a_failing_callback_does_not_stop_the_watch(fake_apiserver: FakeApiServer, api_client: Any) -> None:

@@ -1,7 +1,7 @@
 """The pods bound to this node, kept current by a node-scoped list + watch.
 
 The spec-based fingerprint rule needs pod specs (QoS, integral CPU requests), which the kubelet's
-podresources API does not give. One background thread lists ``pods`` with
+podresources API does not give. One :class:`~rte.reflector.Reflector` thread lists ``pods`` with
 ``fieldSelector=spec.nodeName=<node>`` and then watches from the list's resourceVersion:
 
 * the list asks for ``resourceVersion=0`` so the apiserver answers from its watch cache (indexed
@@ -18,34 +18,46 @@ the :class:`~rte.model.pod.Pod` value equal do not call it.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import random
-import socket
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rte.agent.kube import raw_get
-from rte.agent.retry import Backoff, describe, is_api_error, status_of
 from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
+from rte.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
 
 PodKey = tuple[str, str]
 
-_QUICK_END = 1.0
-"""Seconds: a watch that ends sooner than this without an error is backed off like a failure."""
-
-
-class _Expired(Exception):
-    """The watch's resourceVersion is too old (410): list again."""
-
-
 PODS_PATH = "/api/v1/pods"
+
+# The client's list keywords, as the reflector passes them, and their query parameter names.
+_QUERY_NAMES = {
+    "limit": "limit",
+    "_continue": "continue",
+    "watch": "watch",
+    "resource_version": "resourceVersion",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+}
+
+
+def _node_pods_call(api_client: Any, node_name: str) -> Callable[..., Any]:
+    """A ``list_*``-shaped callable over a plain GET of the pods bound to ``node_name``.
+
+    A plain GET (not ``CoreV1Api``) keeps the generated core client out of the agent's memory.
+    """
+
+    def call(**kwargs: Any) -> Any:
+        query: list[tuple[str, str | int | bool]] = [("fieldSelector", f"spec.nodeName={node_name}")]
+        query += [(_QUERY_NAMES[k], v) for k, v in kwargs.items() if k in _QUERY_NAMES and v is not None]
+        return raw_get(api_client, PODS_PATH, query, timeout=kwargs.get("_request_timeout"))
+
+    return call
 
 
 class NodePodWatch:
@@ -63,167 +75,80 @@ class NodePodWatch:
         connect_timeout: float = 10.0,
         rng: Callable[[], float] = random.random,
     ) -> None:
-
         self.node_name = node_name
         self.on_change = on_change
-        self.watch_seconds = watch_seconds
-        self.connect_timeout = connect_timeout
-        self._api = api_client
-        self._backoff = Backoff(backoff_base, backoff_cap, rng)
-        self._rng = rng
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
-        self._synced = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._response: Any = None  # the open watch stream, closed by stop() to unblock the read
-        self._rv: str | None = None
-        self.relists = 0
-        self.failures = 0
+        self._reflector = Reflector(
+            f"pods on {node_name}",
+            _node_pods_call(api_client, node_name),
+            on_list=self._on_list,
+            on_event=self._on_event,
+            watch_seconds=watch_seconds,
+            connect_timeout=connect_timeout,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+            rng=rng,
+            # Served from the apiserver's watch cache (indexed by spec.nodeName): a thousand
+            # agents restarting together stay cheap.
+            list_resource_version="0",
+        )
 
     # -- public ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name=f"pod-watch-{self.node_name}", daemon=True)
-        self._thread.start()
+        self._reflector.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        with self._lock:
-            response = self._response
-        if response is not None:
-            _interrupt(response)
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        self._reflector.stop(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._reflector.running
+
+    @property
+    def relists(self) -> int:
+        return self._reflector.lists
+
+    @property
+    def failures(self) -> int:
+        return self._reflector.failures
 
     def synced(self) -> bool:
         """True once the first list succeeded (the snapshot is then never older than the watch)."""
-        return self._synced.is_set()
+        return self._reflector.synced.is_set()
 
     def wait_synced(self, timeout: float | None = None) -> bool:
-        return self._synced.wait(timeout)
+        return self._reflector.synced.wait(timeout)
 
     def pods(self) -> dict[PodKey, Pod]:
         """A snapshot: ``(namespace, name)`` -> :class:`Pod`."""
         with self._lock:
             return dict(self._pods)
 
-    # -- the thread ------------------------------------------------------------------------------
+    # -- reflector callbacks (the watch thread) --------------------------------------------------
 
-    def _run(self) -> None:
-        attempt = 0
-        while not self._stop.is_set():
-            try:
-                if self._rv is None:
-                    self._relist()
-                started = time.monotonic()
-                self._watch()
-                if time.monotonic() - started >= _QUICK_END:
-                    attempt = 0  # a clean end (server timeout): resume at once
-                else:
-                    # A watch that ends as soon as it starts (a proxy closing streams, say) must not
-                    # become a busy loop of requests: treat it like a failure.
-                    self._stop.wait(self._backoff.delay(attempt))
-                    attempt += 1
-            except _Expired:
-                log.info("pod watch on %s: resourceVersion expired, listing again", self.node_name)
-                self._rv = None
-                attempt = 0
-            except Exception as e:
-                if self._stop.is_set():
-                    break
-                if not is_api_error(e) and not isinstance(e, ValueError):
-                    log.exception("pod watch on %s: unexpected error", self.node_name)
-                else:
-                    log.warning("pod watch on %s failed: %s", self.node_name, describe(e))
-                self.failures += 1
-                if status_of(e) == 410:
-                    self._rv = None
-                delay = self._backoff.delay_for(e, attempt)
-                attempt += 1
-                self._stop.wait(delay)
-
-    def _selector(self) -> str:
-        return f"spec.nodeName={self.node_name}"
-
-    def _relist(self) -> None:
-        response: Any = raw_get(
-            self._api,
-            PODS_PATH,
-            [("fieldSelector", self._selector()), ("resourceVersion", "0")],
-            timeout=(self.connect_timeout, self.connect_timeout + 60.0),
-        )
-        body = json.loads(response.data)
-        pods: dict[PodKey, Pod] = {}
-        for item in body.get("items") or []:
-            pod = self._pod(item)
-            if pod is not None:
-                pods[pod.key] = pod
+    def _on_list(self, items: list[Obj]) -> None:
+        pods = {pod.key: pod for pod in map(self._pod, items) if pod is not None}
         with self._lock:
             changed = pods != self._pods
             self._pods = pods
-        self._rv = str(body.get("metadata", {}).get("resourceVersion") or "") or None
-        self.relists += 1
-        self._synced.set()
-        log.debug("pod watch on %s: listed %d pods at rv %s", self.node_name, len(pods), self._rv)
+        log.debug("pod watch on %s: listed %d pods", self.node_name, len(pods))
         if changed:
             self._notify()
 
-    def _watch(self) -> None:
-        # Jitter the server-side timeout so agents started together do not re-watch together.
-        seconds = int(self.watch_seconds * (0.9 + 0.2 * self._rng()))
-        query: list[tuple[str, str | int | bool]] = [
-            ("fieldSelector", self._selector()),
-            ("watch", True),
-            ("allowWatchBookmarks", True),
-            ("timeoutSeconds", seconds),
-        ]
-        if self._rv:
-            query.append(("resourceVersion", self._rv))
-        response: Any = raw_get(self._api, PODS_PATH, query, timeout=(self.connect_timeout, seconds + 30.0))
-        with self._lock:
-            self._response = response
-        try:
-            if self._stop.is_set():
-                return
-            for event in _events(response):
-                self._apply(event)
-                if self._stop.is_set():
-                    return
-        finally:
-            with self._lock:
-                self._response = None
-            with contextlib.suppress(Exception):
-                response.release_conn()
-
-    def _apply(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
-        obj = event.get("object") or {}
-        if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise _Expired()
-            raise ValueError(f"watch error event: {obj.get('code')} {obj.get('message', '')}")
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if kind == "BOOKMARK":
-            if rv:
-                self._rv = str(rv)
-            return
+    def _on_event(self, kind: str, obj: Mapping[str, Any]) -> None:
         pod = self._pod(obj)
-        if pod is not None:
-            with self._lock:
-                if kind == "DELETED":
-                    changed = self._pods.pop(pod.key, None) is not None
-                else:
-                    changed = self._pods.get(pod.key) != pod
-                    self._pods[pod.key] = pod
-            if changed:
-                self._notify()
-        if rv:
-            self._rv = str(rv)
+        if pod is None:
+            return
+        with self._lock:
+            if kind == "DELETED":
+                changed = self._pods.pop(pod.key, None) is not None
+            else:
+                changed = self._pods.get(pod.key) != pod
+                self._pods[pod.key] = pod
+        if changed:
+            self._notify()
 
     def _pod(self, obj: Mapping[str, Any]) -> Pod | None:
         try:
@@ -242,27 +167,3 @@ class NodePodWatch:
             self.on_change()
         except Exception:
             log.exception("pod watch on %s: on_change callback failed", self.node_name)
-
-
-def _interrupt(response: Any) -> None:
-    """Wake the thread blocked reading ``response`` by shutting its socket down.
-
-    ``response.close()`` would not do: it closes the buffered reader, which waits for the lock
-    the reading thread holds, i.e. for the next event, which may never come.
-    """
-    connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-def _events(response: Any) -> Iterator[dict[str, Any]]:
-    """Decoded watch events from a streaming response, one JSON object per line."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
-                yield json.loads(line)

@@ -1,259 +1,30 @@
 """What the extender watches through the Kubernetes client: NRTs, pods, and the agents' Leases.
 
-:class:`Reflector` is one list + watch loop in a thread, in the manner of client-go's reflector:
-
-* list (paginated) and hand the whole set to ``on_list``, then watch from the list's
-  resourceVersion and hand each event to ``on_event``;
-* a watch that ends cleanly (the server's timeout) resumes from the last resourceVersion seen,
-  kept fresh by bookmarks, without a relist;
-* ``410 Gone`` (as an ERROR event or a status) means the history moved on: list again;
-* any other failure (refused or cut connection, 5xx, 403 before RBAC is granted) is retried with
-  jittered exponential backoff. Nothing ends the thread but :meth:`Reflector.stop`; a malformed
-  object is logged and skipped, never fatal.
-
-Bodies are read raw (``_preload_content=False``) and decoded as JSON: the consumer's parsers take
-the wire format, and skipping the client's model classes is several times cheaper.
-
-:class:`ClusterFeeds` runs three reflectors feeding the :class:`~rte.consumer.store.NRTStore`
-(NRTs, v1alpha2), the :class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the
-store's heartbeats (Leases in the agents' namespace).
+:class:`ClusterFeeds` runs three :class:`~rte.reflector.Reflector` loops feeding the
+:class:`~rte.consumer.store.NRTStore` (NRTs, v1alpha2), the
+:class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the store's heartbeats
+(Leases in the agents' namespace).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import logging
-import random
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from rte.consumer.store import DELETED, EVENT_TYPES, NRTStore, heartbeat_from_lease
+from rte.consumer.store import DELETED, NRTStore, heartbeat_from_lease
 from rte.errors import InputError
 from rte.extender.service import ExtenderService
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
+from rte.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
 
 NRT_GROUP = "topology.node.k8s.io"
 NRT_VERSION = "v1alpha2"
 NRT_PLURAL = "noderesourcetopologies"
-
-_QUICK_END = 1.0
-"""Seconds: a watch ending sooner than this without an error is backed off like a failure, so a
-proxy that closes streams at once cannot turn the loop into a request storm."""
-
-Obj = Mapping[str, Any]
-
-
-class _Relist(Exception):
-    """The watch's resourceVersion is too old (410 Gone): list again."""
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) and status > 0 else None
-
-
-def _describe(exc: BaseException) -> str:
-    status = _status(exc)
-    if status is None:
-        return f"{type(exc).__name__}: {exc}"
-    return f"{status} {getattr(exc, 'reason', '') or ''}".strip()
-
-
-def _unblock(response: Any) -> None:
-    """Make the thread reading ``response`` return, by shutting the socket down under it.
-
-    Not ``response.close()``: closing the buffered reader waits for the lock the reading thread
-    holds until the next event arrives, which may be minutes away.
-    """
-    connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
-def _events(response: Any) -> Iterator[dict[str, Any]]:
-    """Decoded watch events from a streaming response (one JSON object per line)."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
-                yield json.loads(line)
-
-
-class Reflector:
-    """List + watch one resource in a background thread; see the module docstring."""
-
-    def __init__(
-        self,
-        name: str,
-        list_call: Callable[..., Any],
-        *,
-        on_list: Callable[[list[Obj]], None],
-        on_event: Callable[[str, Obj], None],
-        page_size: int = 500,
-        watch_seconds: int = 300,
-        connect_timeout: float = 10.0,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 30.0,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
-        self.name = name
-        self._list_call = list_call
-        self._on_list = on_list
-        self._on_event = on_event
-        self.page_size = page_size
-        self.watch_seconds = watch_seconds
-        self.connect_timeout = connect_timeout
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
-        self._rng = rng
-        self._rv: str | None = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._response: Any = None
-        self._thread: threading.Thread | None = None
-        self.synced = threading.Event()
-        self.lists = 0
-        self.failures = 0
-        self.last_error = ""
-
-    def start(self) -> Reflector:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name=f"watch-{self.name}", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        with self._lock:
-            response = self._response
-        if response is not None:
-            _unblock(response)
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def _delay(self, attempt: int) -> float:
-        ceiling = min(self.backoff_cap, self.backoff_base * 2.0 ** min(attempt, 30))
-        return ceiling / 2 + ceiling / 2 * self._rng()
-
-    def _run(self) -> None:
-        attempt = 0
-        while not self._stop.is_set():
-            try:
-                if self._rv is None:
-                    self._list()
-                started = time.monotonic()
-                self._watch()
-                if time.monotonic() - started >= _QUICK_END:
-                    attempt = 0
-                    continue
-                self._stop.wait(self._delay(attempt))
-                attempt += 1
-            except _Relist:
-                log.info("%s watch: resourceVersion expired, listing again", self.name)
-                self._rv = None
-                attempt = 0
-            except Exception as e:
-                if self._stop.is_set():
-                    break
-                self.failures += 1
-                self.last_error = _describe(e)
-                if _status(e) == 410:
-                    self._rv = None
-                log.warning("%s watch failed (%s); retrying", self.name, self.last_error)
-                self._stop.wait(self._delay(attempt))
-                attempt += 1
-
-    def _list(self) -> None:
-        items: list[Obj] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size}
-            if token:
-                kwargs["_continue"] = token
-            response = self._list_call(
-                _preload_content=False,
-                _request_timeout=(self.connect_timeout, self.connect_timeout + 60.0),
-                **kwargs,
-            )
-            body = json.loads(response.data)
-            items.extend(i for i in body.get("items") or () if isinstance(i, Mapping))
-            metadata = body.get("metadata") or {}
-            token = metadata.get("continue") or None
-            if not token:
-                rv = str(metadata.get("resourceVersion") or "") or None
-                break
-        self._deliver_list(items)
-        self._rv = rv
-        self.lists += 1
-        self.synced.set()
-        log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
-
-    def _deliver_list(self, items: list[Obj]) -> None:
-        try:
-            self._on_list(items)
-        except Exception:
-            log.exception("%s: handling the list failed", self.name)
-
-    def _watch(self) -> None:
-        # Jitter the server-side timeout so that replicas started together do not re-watch together.
-        seconds = max(1, int(self.watch_seconds * (0.9 + 0.2 * self._rng())))
-        response = self._list_call(
-            watch=True,
-            resource_version=self._rv,
-            allow_watch_bookmarks=True,
-            timeout_seconds=seconds,
-            _preload_content=False,
-            _request_timeout=(self.connect_timeout, seconds + 30.0),
-        )
-        with self._lock:
-            self._response = response
-        try:
-            if self._stop.is_set():
-                return
-            for event in _events(response):
-                self._handle(event)
-                if self._stop.is_set():
-                    return
-        finally:
-            with self._lock:
-                self._response = None
-            with contextlib.suppress(Exception):
-                response.release_conn()
-
-    def _handle(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
-        obj = event.get("object")
-        if not isinstance(obj, Mapping):
-            raise ValueError(f"watch event without an object: {kind!r}")
-        if kind == "ERROR":
-            if obj.get("code") == 410:
-                raise _Relist()
-            raise ValueError(f"watch ERROR event: {obj.get('code')} {obj.get('message', '')}")
-        metadata = obj.get("metadata")
-        rv = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-        if kind in EVENT_TYPES:
-            try:
-                self._on_event(str(kind), obj)
-            except InputError as e:
-                log.warning("%s: ignoring a malformed object: %s", self.name, e)
-            except Exception:
-                log.exception("%s: handling a %s event failed", self.name, kind)
-        if rv:
-            self._rv = str(rv)
 
 
 class ClusterFeeds:
