@@ -56,6 +56,17 @@ def main() -> None:
     """
 
 
+def _method_option(help_text: str) -> Callable[[F], F]:
+    """The fingerprint method flag shared by `fingerprint` and `dump`."""
+    return click.option(
+        "--method",
+        type=click.Choice(["all", "with-exclusive-resources"]),
+        default="with-exclusive-resources",
+        show_default=True,
+        help=help_text,
+    )
+
+
 @main.command("fingerprint")
 @click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
 @click.option("--trace", is_flag=True, help="Write the computation trace (Status JSON) to stderr.")
@@ -68,13 +79,7 @@ def main() -> None:
     default=None,
     help="Fingerprint what this kubelet lists (socket endpoint or scenario directory) instead of FILE.",
 )
-@click.option(
-    "--method",
-    type=click.Choice(["all", "with-exclusive-resources"]),
-    default="with-exclusive-resources",
-    show_default=True,
-    help="With --podresources: which pods count.",
-)
+@_method_option("With --podresources: which pods count.")
 @reports_errors
 def fingerprint_cmd(
     file: Any, trace: bool, node_name: str, expected: str | None, podresources: str | None, method: str
@@ -109,13 +114,7 @@ def fingerprint_cmd(
     default=None,
     help="Kubelet root dir; its memory_manager_state, when present, settles multi-NUMA memory blocks.",
 )
-@click.option(
-    "--method",
-    type=click.Choice(["all", "with-exclusive-resources"]),
-    default="with-exclusive-resources",
-    show_default=True,
-    help="Which pods the fingerprint covers.",
-)
+@_method_option("Which pods the fingerprint covers.")
 @reports_errors
 def dump_cmd(
     sysfs_root: str | None,
