@@ -32,9 +32,18 @@ def run() -> dict[str, float]:
     return {"dump_ms": dump * 1000, "interpreter_ms": bare * 1000, "ratio_to_interpreter": dump / bare}
 
 
+def import_times() -> dict[str, float]:
+    """Wall time to import what each long-running command loads, interpreter start included."""
+    modules = {"agent (rte run)": "rte.commands.run", "extender (rte extender)": "rte.extender.app"}
+    return {
+        label: median_command_seconds([python(), "-c", f"import {module}"]) * 1000
+        for label, module in modules.items()
+    }
+
+
 def summary() -> list[Row]:
     r = run()
-    return [
+    rows = [
         Row(
             "rte dump, largest fixture, interpreter start included",
             f"{r['dump_ms']:.0f} ms (bare interpreter {r['interpreter_ms']:.0f} ms)",
@@ -42,6 +51,8 @@ def summary() -> list[Row]:
             r["dump_ms"] <= 300,
         )
     ]
+    rows += [Row(f"import time, {label}", f"{ms:.0f} ms", "-", None) for label, ms in import_times().items()]
+    return rows
 
 
 def main() -> None:
