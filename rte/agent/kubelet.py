@@ -54,13 +54,10 @@ class SocketReader:
 
     def list(self) -> Listing:
         from rte.podres import convert
-        from rte.podres.v1 import api_pb2
 
-        # The client's generic call keeps its error mapping and rate limit but skips the slow
-        # conversion (a public "List as a message" on the client would make this cleaner).
-        message = self._client._call(
-            "List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse
-        )
+        # The raw message keeps the client's error mapping and rate limit but skips the slow
+        # conversion, which only the pods that changed go through below.
+        message = self._client.list_message()
         wire = message.SerializeToString(deterministic=True)
         digest = hashlib.blake2b(wire, digest_size=16).digest()
         if self._last is not None and self._last.digest == digest:

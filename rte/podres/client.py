@@ -109,8 +109,11 @@ class PodResourcesClient:
             interval = min(interval * 2, 8.0)
 
     def list(self) -> tuple[PodResources, ...]:
-        msg = self._call("List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse)
-        return convert.list_from_proto(msg, f"kubelet List response from {self.endpoint}")
+        return convert.list_from_proto(self.list_message(), f"kubelet List response from {self.endpoint}")
+
+    def list_message(self) -> api_pb2.ListPodResourcesResponse:
+        """The List response as the protobuf message, for callers that decode only what changed."""
+        return self._call("List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse)
 
     def get_allocatable(self) -> AllocatableResources:
         msg = self._call(
