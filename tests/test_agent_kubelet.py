@@ -20,7 +20,8 @@ from rte.agent.accounting import account
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.cli import main
 from rte.commands.dump import read_kubelet
-from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt

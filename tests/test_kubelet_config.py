@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 
 from rte.errors import InputError
-from rte.host.kubelet_config import (
-    DEFAULT_EVICTION_HARD,
-    KubeletConfig,
-    load_kubelet_config,
-    merge_drop_in,
-    parse_kubelet_config,
-)
+from rte.host.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, parse_kubelet_config
+from rte.host.kubelet_config_files import load_kubelet_config, merge_drop_in
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kubelet"
 MI = 1024 * 1024

@@ -28,7 +28,8 @@ from rte.agent.compute import KubeletInputs, compute_topology
 from rte.agent.kubelet import KubeletReader, Listing
 from rte.agent.podset import PodGlob
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
-from rte.host.kubelet_config import KubeletConfig, load_kubelet_config
+from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import MemoryManagerState, load_memory_manager_state
 from rte.host.machine import Machine
 from rte.model.pod import Pod

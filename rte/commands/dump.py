@@ -18,7 +18,7 @@ from typing import TextIO
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.commands.render import render_table
 from rte.errors import NotSupportedError, UnavailableError
-from rte.host.kubelet_config import load_kubelet_config
+from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp

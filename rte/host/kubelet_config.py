@@ -17,6 +17,8 @@ raise :class:`~rte.errors.InputError` naming the file, the field and the value: 
 be running with them, so the file is not the one in force. Unknown fields are ignored, as newer
 kubelets add fields all the time.
 
+Reading files (and ``--config-dir`` drop-ins) is :mod:`rte.host.kubelet_config_files`.
+
 Units: memory-like quantities are integers in base units (bytes, counts), rounded up as
 Kubernetes ``Quantity.Value()`` does; ``cpu`` in ``kubeReserved``/``systemReserved`` is in
 millicores (``"500m"`` -> 500, ``"2"`` -> 2000), so fractional CPUs stay exact.
@@ -24,15 +26,11 @@ millicores (``"500m"`` -> 500, ``"2"`` -> 2000), so fractional CPUs stay exact.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from rte.errors import InputError
 from rte.model import attributes
@@ -82,7 +80,7 @@ _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
-def _default_eviction_hard() -> dict[str, str]:
+def default_eviction_hard() -> dict[str, str]:
     return dict(DEFAULT_EVICTION_HARD)
 
 
@@ -108,7 +106,7 @@ class KubeletConfig:
     """Resource -> amount; ``cpu`` in millicores, everything else in base units."""
     system_reserved: Mapping[str, int] = field(default_factory=dict)
     """Resource -> amount; ``cpu`` in millicores, everything else in base units."""
-    eviction_hard: Mapping[str, str] = field(default_factory=_default_eviction_hard)
+    eviction_hard: Mapping[str, str] = field(default_factory=default_eviction_hard)
     """Signal -> threshold text (a quantity or a percentage), as the kubelet holds it."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     source: str = field(default="<defaults>", compare=False)
@@ -305,7 +303,7 @@ def _reserved_memory(fields: _Fields) -> dict[int, dict[str, int]]:
 def _eviction_hard(fields: _Fields) -> dict[str, str]:
     given = fields.mapping("evictionHard")
     if given is None:
-        return _default_eviction_hard()
+        return default_eviction_hard()
     result = fields.string_map("evictionHard")
     # Setting any threshold drops the other defaults, unless the (1.33+) merge switch is on.
     if fields.data.get("mergeDefaultEvictionSettings") is True:
@@ -355,7 +353,7 @@ def _reserved_cpus(fields: _Fields) -> frozenset[int]:
         raise InputError(fields.where("reservedSystemCPUs"), str(e)) from None
 
 
-def _unwrap(data: object, source: str) -> tuple[Mapping[str, Any], str]:
+def unwrap_document(data: object, source: str) -> tuple[Mapping[str, Any], str]:
     """Find the KubeletConfiguration inside a document; return it and its field path prefix."""
     if not isinstance(data, Mapping):
         raise InputError(source, f"expected a KubeletConfiguration mapping, got {type(data).__name__}")
@@ -372,7 +370,7 @@ def _unwrap(data: object, source: str) -> tuple[Mapping[str, Any], str]:
     return data, ""
 
 
-def _check_kind(config: Mapping[str, Any], source: str, prefix: str) -> None:
+def check_kind(config: Mapping[str, Any], source: str, prefix: str) -> None:
     # Catch a wrong file (a Pod, a kubeconfig) early instead of silently publishing defaults.
     kind = config.get("kind")
     if kind is not None and kind != "KubeletConfiguration":
@@ -384,8 +382,8 @@ def _check_kind(config: Mapping[str, Any], source: str, prefix: str) -> None:
 
 def parse_kubelet_config(data: object, source: str = "<kubelet config>") -> KubeletConfig:
     """Build a :class:`KubeletConfig` from decoded YAML/JSON of any supported shape."""
-    config, prefix = _unwrap(data, source)
-    _check_kind(config, source, prefix)
+    config, prefix = unwrap_document(data, source)
+    check_kind(config, source, prefix)
     fields = _Fields(config, source, prefix)
     tm_options = fields.string_map("topologyManagerPolicyOptions")
     _check_options(tm_options, fields)
@@ -405,80 +403,3 @@ def parse_kubelet_config(data: object, source: str = "<kubelet config>") -> Kube
         feature_gates=_feature_gates(fields),
         source=source,
     )
-
-
-def merge_drop_in(base: Mapping[str, Any], drop_in: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge a drop-in over a config the way the kubelet does (RFC 7386 merge patch).
-
-    Mappings merge key by key, anything else (lists included) is replaced, and ``null`` deletes.
-    """
-    merged = dict(base)
-    for key, value in drop_in.items():
-        if value is None:
-            merged.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = merge_drop_in(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-# --- files ----------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise InputError(str(path), f"cannot read: {detail}") from e
-
-
-def _decode(text: str, source: str) -> object:
-    if not text.strip():
-        raise InputError(source, "empty file")
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass  # not JSON; YAML is the other accepted form
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(source, f"invalid YAML{where}: {e.problem}") from e
-    except yaml.YAMLError as e:
-        raise InputError(source, "invalid YAML: " + " ".join(str(e).split())) from e
-
-
-def load_kubelet_config(path: Path, config_dir: Path | None = None) -> KubeletConfig:
-    """Read a kubelet config file (any supported shape) and optional ``--config-dir`` drop-ins.
-
-    Drop-ins are the ``*.conf`` files directly in ``config_dir``, merged in lexical order over
-    the main file. As in the kubelet, the main file is defaulted first, so a drop-in that sets
-    one eviction threshold overrides that one and keeps the others.
-    """
-    data = _decode(_read(path), str(path))
-    if config_dir is None:
-        return parse_kubelet_config(data, str(path))
-    config, prefix = _unwrap(data, str(path))
-    _check_kind(config, str(path), prefix)
-    merged: dict[str, Any] = dict(config)
-    if merged.get("evictionHard") is None:
-        merged["evictionHard"] = _default_eviction_hard()
-    try:
-        drop_ins = sorted(p for p in config_dir.iterdir() if p.suffix == ".conf" and p.is_file())
-    except OSError as e:
-        raise InputError(str(config_dir), f"cannot list drop-in directory: {e.strerror or e}") from e
-    sources = [str(path)]
-    for drop_in_path in drop_ins:
-        text = _read(drop_in_path)
-        if not text.strip():
-            continue  # the kubelet skips empty drop-ins
-        drop_in = _decode(text, str(drop_in_path))
-        if not isinstance(drop_in, Mapping):
-            raise InputError(str(drop_in_path), "expected a KubeletConfiguration mapping")
-        _check_kind(drop_in, str(drop_in_path), "")
-        merged = merge_drop_in(merged, drop_in)
-        sources.append(str(drop_in_path))
-    return parse_kubelet_config(merged, " + ".join(sources))

@@ -24,7 +24,7 @@ import pytest
 from fake_apiserver import FakeApiServer
 from fake_kubelet import FakeKubelet
 from rte.agent.compute import KubeletInputs, compute_topology
-from rte.host.kubelet_config import load_kubelet_config
+from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.pod import Pod, pod_from_manifest
