@@ -222,8 +222,8 @@ def _env(name: str) -> str:
     default="0",
     show_default=True,
     envvar=_env("CACHE_RESYNC_PERIOD"),
-    metavar="SECONDS",
-    help="cacheResyncPeriodSeconds: > 0 enables the reserve cache (OverReserve).",
+    metavar="DURATION",
+    help="cacheResyncPeriodSeconds (5s, 1m, or bare seconds): > 0 enables the reserve cache (OverReserve).",
 )
 @click.option(
     "--discard-reserved", is_flag=True, envvar=_env("DISCARD_RESERVED"), help="discardReservedNodes."
@@ -245,7 +245,7 @@ def _env(name: str) -> str:
     envvar=_env("HEARTBEAT_NAMESPACE"),
     help="Namespace of the agents' Leases; empty: no Lease watch.",
 )
-@click.option("--heartbeat-max-age", default="0", envvar=_env("HEARTBEAT_MAX_AGE"), metavar="SECONDS")
+@click.option("--heartbeat-max-age", default="0", envvar=_env("HEARTBEAT_MAX_AGE"), metavar="DURATION")
 @click.option("--stale-action", default="ignore", envvar=_env("STALE_ACTION"), show_default=True)
 @click.option(
     "--nrt-file",

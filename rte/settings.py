@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
 
 ENV_PREFIX = "RTE_"
@@ -242,40 +243,6 @@ def _info(name: str) -> FieldInfo:
         if info.name == name:
             return info
     raise KeyError(name)
-
-
-# ---- durations -------------------------------------------------------------------------------
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """``"1m30s"`` -> 90.0 seconds; Go's syntax without a sign. ``ValueError`` on anything else."""
-    s = text.strip()
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError("empty duration")
-    total, pos = 0.0, 0
-    while pos < len(s):
-        m = _PART.match(s, pos)
-        if m is None:
-            raise ValueError(f"not a duration: {text!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest exact spelling among ``h``, ``m``, ``s``, ``ms`` (``0.5`` -> ``500ms``)."""
-    if seconds == 0:
-        return "0"
-    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3)):
-        count = seconds / size
-        if math.isclose(count, round(count), rel_tol=0, abs_tol=1e-9) and round(count) >= 1:
-            return f"{round(count)}{unit}"
-    return f"{seconds * 1000:g}ms"
 
 
 # ---- value conversion ------------------------------------------------------------------------

@@ -9,15 +9,9 @@ import yaml
 from click.testing import CliRunner
 
 from rte.cli import main
+from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
-from rte.settings import (
-    Settings,
-    catalogue,
-    dump_settings,
-    format_duration,
-    load_settings,
-    parse_duration,
-)
+from rte.settings import Settings, catalogue, dump_settings, load_settings
 
 
 def load(**kwargs: object) -> Settings:

@@ -29,7 +29,11 @@ REPO = Path(__file__).resolve().parents[1]
         ([], {"RTE_EXTENDER_STRATEGY": "Best"}, "rte: error: --strategy: unknown strategy 'Best'"),
         (["--weight", "gpu"], {}, "rte: error: --weight: expected RESOURCE=WEIGHT, got 'gpu'"),
         (["--listen", "everywhere"], {}, "rte: error: --listen: expected HOST:PORT, got 'everywhere'"),
-        (["--cache-resync-period", "soon"], {}, "rte: error: --cache-resync-period: expected a number"),
+        (
+            ["--cache-resync-period", "soon"],
+            {},
+            "rte: error: --cache-resync-period: expected a duration or a number of seconds, got 'soon'",
+        ),
         (["--resync-method", "Some"], {}, "rte: error: --resync-method: 'Some' is not one of Autodetect"),
         (["--informer-mode", "dedicated"], {}, "rte: error: --informer-mode: 'dedicated' is not one of"),
         (["--log-level", "loud"], {}, "rte: error: --log-level: unknown level 'loud'"),
@@ -66,6 +70,12 @@ def test_settings_mirror_the_reference_plugin_arguments() -> None:
     assert (tuned.host, tuned.port) == ("::1", 9000)
     discard = extender_settings(cache_resync_period="5", discard_reserved=True)
     assert discard.cache.mode is CacheMode.DISCARD_RESERVED
+
+
+def test_periods_take_durations_like_every_rte_command_or_bare_seconds() -> None:
+    assert extender_settings(cache_resync_period="1m30s").cache.resync_period == 90.0
+    assert extender_settings(cache_resync_period="500ms").cache.resync_period == 0.5
+    assert extender_settings(cache_resync_period="7").cache.resync_period == 7.0
 
 
 def _free_port() -> int:

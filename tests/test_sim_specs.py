@@ -89,3 +89,9 @@ def test_config_rejects_unknown_modes_naming_the_flag() -> None:
         SimConfig(resync_period=0)
     with pytest.raises(InputError, match="--pod-mix"):
         SimConfig(pod_mix="four cpus")
+
+
+def test_the_simulator_reads_durations_like_every_other_command() -> None:
+    assert parse_duration("1m30s", "--x") == 90.0
+    with pytest.raises(InputError, match="is not a duration"):
+        parse_duration("10 s", "--x")

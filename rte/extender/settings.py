@@ -43,6 +43,7 @@ from rte.consumer.cacheconfig import (
     parse_enum,
 )
 from rte.consumer.score import ScoringStrategy
+from rte.durations import parse_duration
 from rte.errors import ConfigError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 
@@ -77,18 +78,13 @@ def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
 
 
 def _seconds(text: str | None, source: str) -> float:
+    """A duration (``5s``, ``1m``) or bare seconds, like the plugin's ``cacheResyncPeriodSeconds``."""
     if text is None or not str(text).strip():
         return 0.0
-    raw = str(text).strip()
-    if raw.endswith("s") and not raw.endswith("ms"):
-        raw = raw[:-1]  # "5s" reads as 5, like the plugin's cacheResyncPeriodSeconds
     try:
-        value = float(raw)
+        return parse_duration(str(text), bare_seconds=True)
     except ValueError:
-        raise ConfigError(source, f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0:  # negative or NaN
-        raise ConfigError(source, f"must be a non-negative number of seconds, got {text!r}")
-    return value
+        raise ConfigError(source, f"expected a duration or a number of seconds, got {text!r}") from None
 
 
 def extender_settings(

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rte import durations
 from rte.errors import InputError
 from rte.model.quantity import parse_quantity
 
@@ -29,8 +30,6 @@ GiB = 1024**3
 HUGEPAGES_1G = "hugepages-1Gi"
 DEVICE_DOMAIN = "example.com/"
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _SHAPE_RE = re.compile(
     r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+)c-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
 )
@@ -38,14 +37,14 @@ _EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)$")
 
 
 def parse_duration(text: str | float, option: str) -> float:
-    """Seconds from ``10s`` / ``1.5m`` / ``500ms`` / ``2h`` / a bare number (seconds)."""
+    """Seconds from ``10s`` / ``1.5m`` / ``500ms`` / ``1m30s`` / a bare number (seconds)."""
     if isinstance(text, int | float):
         value = float(text)
     else:
-        match = _DURATION_RE.match(text)
-        if match is None:
-            raise InputError(option, f"{text!r} is not a duration (examples: 10s, 1.5m, 500ms)")
-        value = float(match[1]) * _UNIT_SECONDS[match[2]]
+        try:
+            value = durations.parse_duration(text, bare_seconds=True)
+        except ValueError:
+            raise InputError(option, f"{text!r} is not a duration (examples: 10s, 1.5m, 500ms)") from None
     if value < 0:
         raise InputError(option, f"{text!r}: a duration cannot be negative")
     return value
