@@ -161,7 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_dir is None:
         parser.error("give --run-dir (or set RTE_LOCAL_RUN_DIR)")
     handlers = {"add": add, "remove": remove, "list": list_pods, "show": show, "watch": watch}
-    handlers[args.command](args.run_dir, args)
+    try:
+        handlers[args.command](args.run_dir, args)
+    except (OSError, urllib.error.URLError) as e:  # run-local.sh stopped, or another run dir
+        reason = getattr(e, "reason", None) or e
+        print(
+            f"local_pods: error: {args.run_dir}: {reason} (is hack/run-local.sh still running?)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from rte.agent.metrics import CONTENT_TYPE, Registry
 from rte.agent.status import AgentStatus
+from rte.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,10 @@ class HealthServer:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._httpd = _Server((host, port), _Handler)
+        try:
+            self._httpd = _Server((host, port), _Handler)
+        except OSError as e:
+            raise ConfigError("http_address", f"cannot listen on {host}:{port}: {e.strerror or e}") from e
         self._httpd.status = status
         self._httpd.registry = registry
         self._httpd.clock = clock
