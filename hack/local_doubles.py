@@ -22,6 +22,7 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import json_format
 
@@ -48,6 +49,48 @@ def _stamps(directory: Path) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((p.name, p.stat().st_mtime_ns) for p in directory.glob("*.json")))
 
 
+def _container_spec(container: Any) -> dict[str, Any]:
+    """A container spec consistent with what the kubelet assigned it (for the agent's pod watch).
+
+    Exclusive CPUs mean a Guaranteed container with that many CPUs; memory blocks give its memory;
+    devices become extended-resource limits; a container with none of these has no resources.
+    """
+    limits: dict[str, str] = {}
+    if container.cpu_ids:
+        limits["cpu"] = str(len(container.cpu_ids))
+    memory = sum(block.size for block in container.memory if block.memory_type == "memory")
+    if memory or container.cpu_ids:
+        limits["memory"] = str(memory or 64 * 2**20)
+    for device in container.devices:
+        limits[device.resource_name] = str(
+            int(limits.get(device.resource_name, "0")) + len(device.device_ids)
+        )
+    spec: dict[str, Any] = {"name": container.name or "app", "image": "registry.k8s.io/pause:3.9"}
+    if limits:
+        spec["resources"] = {"limits": limits, "requests": dict(limits)}
+    return spec
+
+
+def sync_api_pods(api: FakeApiServer, node: str, listed: list[Any]) -> None:
+    """Make the apiserver hold exactly the pods the fake kubelet lists, bound to ``node``.
+
+    The agent's fingerprint counts the pods the API shows on its node that the kubelet lists;
+    without them in the API it would always publish the empty set's fingerprint.
+    """
+    wanted = {(p.namespace, p.name): p for p in listed}
+    present = {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in api.list_objects("pods")
+        if o.get("spec", {}).get("nodeName") == node
+    }
+    for namespace, name in present - set(wanted):
+        api.delete_pod(name, namespace)
+    for (namespace, name), pod in wanted.items():
+        if (namespace, name) not in present:
+            containers = [_container_spec(c) for c in pod.containers] or [{"name": "app", "image": "pause"}]
+            api.add_pod(name, namespace=namespace, node_name=node, containers=containers)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the fake kubelet and the apiserver double together.")
     parser.add_argument("--run-dir", type=Path, required=True)
@@ -64,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, lambda *_: done.set())
     with FakeApiServer(port=args.port) as api, FakeKubelet(run_dir / "kubelet.sock", scenario) as kubelet:
         api.register_node(args.node)
+        sync_api_pods(api, args.node, kubelet.pods())
         kubeconfig = api.write_kubeconfig(run_dir / "kubeconfig")
         ready = {
             "kubelet": kubelet.endpoint,
@@ -86,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 except (OSError, ValueError, json_format.ParseError) as e:
                     print(f"fake kubelet: keeping the previous pods: {e}", flush=True)
                 else:
+                    sync_api_pods(api, args.node, kubelet.pods())
                     print(f"fake kubelet: now serving {len(kubelet.pods())} pods", flush=True)
     return 0
 
