@@ -113,6 +113,22 @@ def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_moun
         assert any(path == m or path.startswith(m + "/") for m in mounts), path
 
 
+def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loader() -> None:
+    from rte.settings import catalogue, load_settings
+
+    (agent,) = pod_spec()["containers"]
+    env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
+    env["NODE_NAME"] = "worker-1"  # the downward API's part
+    known = {f"RTE_{info.name.upper()}" for info in catalogue()}
+    # Unknown RTE_* variables are ignored on purpose (Kubernetes injects *_PORT ones): catch typos here.
+    assert {name for name in env if name.startswith("RTE_")} <= known
+    settings = load_settings(env=env, flags={})
+    assert settings.node_name == "worker-1"
+    assert str(settings.sysfs_root) == env["RTE_SYSFS_ROOT"]
+    assert settings.podresources == env["RTE_PODRESOURCES"]
+    assert str(settings.kubelet_config) == env["RTE_KUBELET_CONFIG"]
+
+
 def test_probes_resources_priority_and_tolerations() -> None:
     spec = pod_spec()
     (agent,) = spec["containers"]
