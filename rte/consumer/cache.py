@@ -61,10 +61,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from rte.consumer import load
 from rte.consumer.cachebase import (
     NO_NRT,
     NOT_FRESH,
@@ -77,55 +75,18 @@ from rte.consumer.cachebase import (
     stale_verdict,
 )
 from rte.consumer.cacheconfig import CacheConfig, ForeignPodsDetect, ResyncScope
-from rte.consumer.numaview import NumaView, build_view, subtract_requests
+from rte.consumer.nodestate import NodeState
 from rte.consumer.podset import CompareResult, Comparison, compare, is_in_flight
-from rte.consumer.reservations import SOURCE_IN_FLIGHT, Reservation, subtract_from_every_zone, total_request
+from rte.consumer.reservations import SOURCE_IN_FLIGHT, Reservation
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod
-from rte.model.quantity import quantity_text
-from rte.model.topology import NodeTopology, Zone
+from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-
-@dataclass
-class _Node:
-    """Everything the cache knows about one node."""
-
-    topology: NodeTopology | None = None
-    revision: int = 0
-    """Store revision of :attr:`topology` (0: none)."""
-    checked_revision: int = 0
-    """Store revision last examined for a Topology Manager config change."""
-    reservations: dict[tuple[str, str], Reservation] = field(default_factory=dict)
-    failures: int = 0
-    """Filter failures since the last flush (the reference's maybeOverReserved counter)."""
-    streak: int = 0
-    """Filter failures in a row (reset by a filter success)."""
-    dirty: bool = False
-    foreign: int = 0
-    unverified: bool = False
-    last_compare: Comparison | None = None
-    last_flush: float | None = None
-    base_view: NumaView | None = None
-    """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
-    view: NumaView | None = None
-    """Memo of the served view (reservations applied); rebuilt when reservations change."""
-    view_topology: NodeTopology | None = None
-
-    def invalidate(self, topology_changed: bool = False) -> None:
-        self.view = None
-        self.view_topology = None
-        if topology_changed:
-            self.base_view = None
-
-
-def _amounts(zone: Zone) -> dict[str, str]:
-    return {r.name: quantity_text(r.available) for r in zone.resources}
 
 
 class OverReserveCache:
@@ -138,7 +99,7 @@ class OverReserveCache:
         self._config = config or CacheConfig()
         self._clock = clock
         self._lock = threading.RLock()
-        self._nodes: dict[str, _Node] = {}
+        self._nodes: dict[str, NodeState] = {}
         self._generation = 0
         self._started_at = clock()
 
@@ -175,7 +136,7 @@ class OverReserveCache:
             return NOT_FRESH
         if st.topology is None:
             return NO_NRT
-        return Lookup(self._view(st), True)
+        return Lookup(st.served_view(self._config.load), True)
 
     def get_topology(self, node: str) -> NodeTopology | None:
         """The cached NRT with reservations applied, as a plain topology (marks ignored)."""
@@ -183,7 +144,7 @@ class OverReserveCache:
             st = self._current(node, self._clock())
             if st is None or st.topology is None:
                 return None
-            return self._reserved_topology(st)
+            return st.reserved_topology()
 
     def unfresh_reason(self, node: str) -> str:
         """Why :meth:`get` says not fresh right now ("" when it is fresh)."""
@@ -214,7 +175,7 @@ class OverReserveCache:
             now = self._clock()
             st = self._current(node, now)
             if st is None:
-                st = self._nodes[node] = _Node()
+                st = self._nodes[node] = NodeState()
             st.reservations[pod.key] = Reservation.for_pod(pod, now)
             st.invalidate()
 
@@ -326,7 +287,7 @@ class OverReserveCache:
                     config_flushed.append(node)
             return ResyncReport(tuple(flushed), tuple(config_flushed), tuple(still_dirty), comparisons)
 
-    def _config_changed(self, st: _Node, topology: NodeTopology, revision: int) -> bool:
+    def _config_changed(self, st: NodeState, topology: NodeTopology, revision: int) -> bool:
         if st.topology is None or revision == st.checked_revision:
             return False
         st.checked_revision = revision
@@ -346,7 +307,7 @@ class OverReserveCache:
             log.warning("node %s: cannot check the NRT fingerprint: %s", node, result.detail)
 
     def _kept_reservations(
-        self, node: str, st: _Node, known: dict[tuple[str, str], Pod], now: float
+        self, node: str, st: NodeState, known: dict[tuple[str, str], Pod], now: float
     ) -> dict[tuple[str, str], Reservation]:
         kept: dict[tuple[str, str], Reservation] = {}
         for key, reservation in st.reservations.items():
@@ -363,7 +324,7 @@ class OverReserveCache:
     def _flush(
         self,
         node: str,
-        st: _Node,
+        st: NodeState,
         topology: NodeTopology,
         revision: int,
         on_node: Iterable[Pod],
@@ -388,7 +349,7 @@ class OverReserveCache:
         self._generation += 1
 
     def _prune(
-        self, node: str, st: _Node, on_node: list[Pod], known: dict[tuple[str, str], Pod], now: float
+        self, node: str, st: NodeState, on_node: list[Pod], known: dict[tuple[str, str], Pod], now: float
     ) -> None:
         # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
         del on_node
@@ -400,14 +361,16 @@ class OverReserveCache:
 
     # --- node state ----------------------------------------------------------------------
 
-    def _current(self, node: str, now: float) -> _Node | None:
+    def _current(self, node: str, now: float) -> NodeState | None:
         """The node's state, brought up to date with the store where the rules allow it."""
         st = self._nodes.get(node)
         topology, revision = self._store.get_with_revision(node)
         if st is None:
             if topology is None:
                 return None
-            st = self._nodes[node] = _Node(topology=topology, revision=revision, checked_revision=revision)
+            st = self._nodes[node] = NodeState(
+                topology=topology, revision=revision, checked_revision=revision
+            )
             st.unverified = self._in_startup(now)
             self._generation += 1
             return st
@@ -428,34 +391,18 @@ class OverReserveCache:
             self._generation += 1
         return st
 
-    def _is_clean(self, st: _Node, now: float) -> bool:
+    def _is_clean(self, st: NodeState, now: float) -> bool:
         return not (st.reservations or st.dirty or st.foreign or self._blocked_at_startup(st, now))
 
     def _in_startup(self, now: float) -> bool:
         return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace
 
-    def _blocked_at_startup(self, st: _Node, now: float) -> bool:
+    def _blocked_at_startup(self, st: NodeState, now: float) -> bool:
         return st.unverified and self._in_startup(now)
 
-    def _forget_if_empty(self, node: str, st: _Node) -> None:
+    def _forget_if_empty(self, node: str, st: NodeState) -> None:
         if st.topology is None and not st.reservations and not self._store.revision(node):
             del self._nodes[node]
-
-    def _reserved_topology(self, st: _Node) -> NodeTopology:
-        assert st.topology is not None
-        if st.view_topology is None:
-            total = total_request(r.request for r in st.reservations.values())
-            st.view_topology = subtract_from_every_zone(st.topology, total)
-        return st.view_topology
-
-    def _view(self, st: _Node) -> NumaView:
-        assert st.topology is not None
-        if st.base_view is None:
-            filtered = load.filter_view(st.topology, self._config.load)
-            st.base_view = build_view(filtered, tm_config_from(st.topology))
-        if st.view is None:
-            st.view = subtract_requests(st.base_view, [r.request for r in st.reservations.values()])
-        return st.view
 
     # --- state dump ----------------------------------------------------------------------
 
@@ -480,34 +427,14 @@ class OverReserveCache:
                 "nodes": nodes,
             }
 
-    def _dump_node(self, node: str, st: _Node, now: float) -> dict[str, Any]:
-        zones: dict[str, Any] = {}
-        if st.topology is not None:
-            reserved = self._reserved_topology(st)
-            for zone, after in zip(st.topology.zones, reserved.zones, strict=True):
-                zones[zone.name] = {
-                    "available": {r.name: quantity_text(r.available) for r in zone.resources},
-                    "availableAfterReservations": {
-                        r.name: quantity_text(r.available) for r in after.resources
-                    },
-                }
-        answer = self._lookup(node, now)
-        age = heartbeat_age(self._store, node, now)
+    def _dump_node(self, node: str, st: NodeState, now: float) -> dict[str, Any]:
         return {
-            "hasNRT": st.topology is not None,
             "cachedRevision": st.revision,
             "storeRevision": self._store.revision(node),
-            "fresh": answer.fresh,
+            "fresh": self._lookup(node, now).fresh,
             "reason": self._reason(node, now),
-            "zones": zones,
-            "reservations": [r.to_dict() for _, r in sorted(st.reservations.items())],
-            "maybeOverReserved": st.failures,
-            "failureStreak": st.streak,
-            "dirty": st.dirty,
-            "foreignPods": st.foreign,
+            **st.dump(),
             "unverified": self._blocked_at_startup(st, now),
-            "lastFlush": st.last_flush,
-            "lastCompare": st.last_compare.to_dict() if st.last_compare else None,
-            "heartbeatAgeSeconds": age,
+            "heartbeatAgeSeconds": heartbeat_age(self._store, node, now),
             "stale": is_stale(self._store, self._config, node, now),
         }

@@ -1,0 +1,89 @@
+"""What the reserve cache knows about one node, and how that node looks with its reservations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rte.consumer import load
+from rte.consumer.cacheconfig import LoadAwareConfig
+from rte.consumer.numaview import NumaView, build_view, subtract_requests
+from rte.consumer.podset import Comparison
+from rte.consumer.reservations import Reservation, subtract_from_every_zone, total_request
+from rte.consumer.tmconfig import tm_config_from
+from rte.model.quantity import quantity_text
+from rte.model.topology import NodeTopology
+
+
+@dataclass
+class NodeState:
+    """Everything the cache knows about one node."""
+
+    topology: NodeTopology | None = None
+    revision: int = 0
+    """Store revision of :attr:`topology` (0: none)."""
+    checked_revision: int = 0
+    """Store revision last examined for a Topology Manager config change."""
+    reservations: dict[tuple[str, str], Reservation] = field(default_factory=dict)
+    failures: int = 0
+    """Filter failures since the last flush (the reference's maybeOverReserved counter)."""
+    streak: int = 0
+    """Filter failures in a row (reset by a filter success)."""
+    dirty: bool = False
+    foreign: int = 0
+    unverified: bool = False
+    last_compare: Comparison | None = None
+    last_flush: float | None = None
+    base_view: NumaView | None = None
+    """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
+    view: NumaView | None = None
+    """Memo of the served view (reservations applied); rebuilt when reservations change."""
+    view_topology: NodeTopology | None = None
+    """Memo of :meth:`reserved_topology`."""
+
+    def invalidate(self, topology_changed: bool = False) -> None:
+        self.view = None
+        self.view_topology = None
+        if topology_changed:
+            self.base_view = None
+
+    def served_view(self, load_config: LoadAwareConfig) -> NumaView:
+        """The view the filter and scores see: load-filtered zones, reservations applied."""
+        assert self.topology is not None
+        if self.base_view is None:
+            filtered = load.filter_view(self.topology, load_config)
+            self.base_view = build_view(filtered, tm_config_from(self.topology))
+        if self.view is None:
+            self.view = subtract_requests(self.base_view, [r.request for r in self.reservations.values()])
+        return self.view
+
+    def reserved_topology(self) -> NodeTopology:
+        """The cached NRT with every reservation taken from every zone (pessimistic)."""
+        assert self.topology is not None
+        if self.view_topology is None:
+            total = total_request(r.request for r in self.reservations.values())
+            self.view_topology = subtract_from_every_zone(self.topology, total)
+        return self.view_topology
+
+    def dump(self) -> dict[str, Any]:
+        """The node's own part of the cache's state dump (JSON-able)."""
+        zones: dict[str, Any] = {}
+        if self.topology is not None:
+            for zone, after in zip(self.topology.zones, self.reserved_topology().zones, strict=True):
+                zones[zone.name] = {
+                    "available": {r.name: quantity_text(r.available) for r in zone.resources},
+                    "availableAfterReservations": {
+                        r.name: quantity_text(r.available) for r in after.resources
+                    },
+                }
+        return {
+            "hasNRT": self.topology is not None,
+            "zones": zones,
+            "reservations": [r.to_dict() for _, r in sorted(self.reservations.items())],
+            "maybeOverReserved": self.failures,
+            "failureStreak": self.streak,
+            "dirty": self.dirty,
+            "foreignPods": self.foreign,
+            "lastFlush": self.last_flush,
+            "lastCompare": self.last_compare.to_dict() if self.last_compare else None,
+        }
