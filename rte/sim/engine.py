@@ -33,30 +33,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED
+from rte.agent.podset import INFORMER_SHARED
 from rte.consumer.cacheconfig import (
     DEFAULT_PROFILE,
-    CacheConfig,
     CacheMode,
-    CacheSettings,
-    InformerMode,
 )
-from rte.consumer.caches import make_cache
 from rte.consumer.podset import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
-from rte.sim.agent import SimAgent
-from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
-from rte.sim.hardware import NodeHardware, build_hardware
-from rte.sim.kubelet import SimKubelet
+from rte.sim.cluster import build_cache, build_nodes
+from rte.sim.config import SimConfig
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
 from rte.sim.scheduler import SimScheduler
-from rte.sim.specs import parse_node_shapes, parse_pod_mix, split_counts
-from rte.sim.workload import Arrival, arrivals, mean_cpus, stream, template_pod
+from rte.sim.specs import parse_pod_mix
+from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
 
 PHASE_FAILED = "Failed"
 DEFAULT_HORIZON = 1800.0
@@ -86,34 +80,14 @@ class Simulation:
         self.cfg = config
         self.now = 0.0
         self.counters = Counters()
-        shapes = parse_node_shapes(config.shapes)
         mix = parse_pod_mix(config.pod_mix)
-
-        kinds = [
-            build_hardware(
-                shape,
-                policy=config.policy,
-                scope=config.scope,
-                reserved_cpus=config.reserved_cpus,
-                reserved_memory=config.reserved_memory,
-            )
-            for _, shape in shapes
-        ]
-        self.names: list[str] = []
-        self.hardware: list[NodeHardware] = []
-        for kind, count in zip(kinds, split_counts(config.nodes, tuple(p for p, _ in shapes)), strict=True):
-            for _ in range(count):
-                self.names.append(f"node-{len(self.names):04d}")
-                self.hardware.append(kind)
+        nodes = build_nodes(config)
+        self.names = nodes.names
+        self.hardware = nodes.hardware
+        self.kubelets = nodes.kubelets
+        self.agents = nodes.agents
         self.index = {name: i for i, name in enumerate(self.names)}
-        agent_mode = (
-            INFORMER_SHARED if config.informer_mode == InformerMode.SHARED.value else INFORMER_DEDICATED
-        )
-        self.kubelets = [SimKubelet(hw) for hw in self.hardware]
-        self.agents = [
-            SimAgent(name, hw, kubelet, method=config.fingerprint_method, informer_mode=agent_mode)
-            for name, hw, kubelet in zip(self.names, self.hardware, self.kubelets, strict=True)
-        ]
+        agent_mode = nodes.agent_informer_mode
         # Which phases the scheduler's fingerprint counts (fingerprint.md §7.1): the ground truth
         # of the agreement check uses the same rule, from the simulator's own bookkeeping.
         self.counted_phases = (
@@ -123,35 +97,12 @@ class Simulation:
         )
 
         self.store = NRTStore()
-        mode = {CACHE_RESERVE: CacheMode.OVER_RESERVE, CACHE_DISCARD: CacheMode.DISCARD_RESERVED}.get(
-            config.cache, CacheMode.PASSTHROUGH
-        )
-        cache_config = CacheConfig(
-            dirty_after_failures=config.dirty_after_failures,
-            follow_clean_nodes=config.follow_clean_nodes,
-            informer_mode=InformerMode(config.informer_mode),
-        )
-        self.cache = make_cache(
-            CacheSettings(mode, config.resync_period, cache_config), self.store, self._clock
-        )
+        self.cache, mode = build_cache(config, self.store, self._clock)
         self.reserve_mode = mode is CacheMode.OVER_RESERVE
 
         self.templates = [template_pod(shape, DEFAULT_PROFILE) for _, shape in mix]
-        burst = config.parsed_burst()
         total_cpus = sum(hw.node_allocatable["cpu"] for hw in self.hardware)
-        if config.rate is not None:
-            self.rate = config.rate
-        else:
-            wanted = config.load * total_cpus / (mean_cpus(mix) * config.mean_duration)
-            self.rate = max(0.0, wanted - (burst.size / burst.period if burst else 0.0))
-        self.arrivals = arrivals(
-            pods=config.pods,
-            mix=mix,
-            rate=self.rate,
-            burst=burst,
-            mean_duration=config.mean_duration,
-            seed=config.seed,
-        )
+        self.rate, self.arrivals = plan_arrivals(config, mix, total_cpus)
         last_arrival = self.arrivals[-1].time if self.arrivals else 0.0
         self.max_time = config.max_time if config.max_time is not None else last_arrival + DEFAULT_HORIZON
         self.sample_period = config.sample_period or max(1.0, self.max_time / DEFAULT_SAMPLES)

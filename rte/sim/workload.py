@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rte.errors import InputError
 from rte.model.pod import QOS_GUARANTEED, Container, Pod
+from rte.sim.config import SimConfig
 from rte.sim.specs import Burst, PodShape
 
 NAMESPACE = "sim"
@@ -89,3 +90,28 @@ def arrivals(
             duration = max(MIN_DURATION, lives.expovariate(1.0 / mean_duration))
             out.append(Arrival(len(out), t, shape, duration))
     return out
+
+
+def plan_arrivals(
+    config: SimConfig, mix: Sequence[tuple[float, PodShape]], total_cpus: float
+) -> tuple[float, list[Arrival]]:
+    """The Poisson rate and the arrivals of a run.
+
+    Without an explicit ``rate``, the rate is chosen so that the CPU demand (rate x mean CPUs x
+    mean duration), bursts included, is ``load`` of the cluster's allocatable CPUs.
+    """
+    burst = config.parsed_burst()
+    if config.rate is not None:
+        rate = config.rate
+    else:
+        wanted = config.load * total_cpus / (mean_cpus(mix) * config.mean_duration)
+        rate = max(0.0, wanted - (burst.size / burst.period if burst else 0.0))
+    planned = arrivals(
+        pods=config.pods,
+        mix=mix,
+        rate=rate,
+        burst=burst,
+        mean_duration=config.mean_duration,
+        seed=config.seed,
+    )
+    return rate, planned

@@ -1,0 +1,73 @@
+"""Building the simulated cluster from a :class:`~rte.sim.config.SimConfig`.
+
+The nodes (named ``node-0000``, ... in shape order), each with its hardware, kubelet and agent,
+and the scheduler's NRT cache. The event loop (:mod:`rte.sim.engine`) only drives them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED
+from rte.consumer.cachebase import NRTCache
+from rte.consumer.cacheconfig import CacheConfig, CacheMode, CacheSettings, InformerMode
+from rte.consumer.caches import make_cache
+from rte.consumer.store import NRTStore
+from rte.sim.agent import SimAgent
+from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
+from rte.sim.hardware import NodeHardware, build_hardware
+from rte.sim.kubelet import SimKubelet
+from rte.sim.specs import parse_node_shapes, split_counts
+
+
+@dataclass
+class Nodes:
+    """One entry per node, index-aligned."""
+
+    names: list[str]
+    hardware: list[NodeHardware]
+    kubelets: list[SimKubelet]
+    agents: list[SimAgent]
+    agent_informer_mode: str
+    """``dedicated`` or ``shared``: which pods the agents' fingerprints count."""
+
+
+def build_nodes(config: SimConfig) -> Nodes:
+    shapes = parse_node_shapes(config.shapes)
+    kinds = [
+        build_hardware(
+            shape,
+            policy=config.policy,
+            scope=config.scope,
+            reserved_cpus=config.reserved_cpus,
+            reserved_memory=config.reserved_memory,
+        )
+        for _, shape in shapes
+    ]
+    names: list[str] = []
+    hardware: list[NodeHardware] = []
+    for kind, count in zip(kinds, split_counts(config.nodes, tuple(p for p, _ in shapes)), strict=True):
+        for _ in range(count):
+            names.append(f"node-{len(names):04d}")
+            hardware.append(kind)
+    mode = INFORMER_SHARED if config.informer_mode == InformerMode.SHARED.value else INFORMER_DEDICATED
+    kubelets = [SimKubelet(hw) for hw in hardware]
+    agents = [
+        SimAgent(name, hw, kubelet, method=config.fingerprint_method, informer_mode=mode)
+        for name, hw, kubelet in zip(names, hardware, kubelets, strict=True)
+    ]
+    return Nodes(names, hardware, kubelets, agents, mode)
+
+
+def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) -> tuple[NRTCache, CacheMode]:
+    """The scheduler's cache in the configured mode (none = Passthrough)."""
+    mode = {CACHE_RESERVE: CacheMode.OVER_RESERVE, CACHE_DISCARD: CacheMode.DISCARD_RESERVED}.get(
+        config.cache, CacheMode.PASSTHROUGH
+    )
+    cache_config = CacheConfig(
+        dirty_after_failures=config.dirty_after_failures,
+        follow_clean_nodes=config.follow_clean_nodes,
+        informer_mode=InformerMode(config.informer_mode),
+    )
+    return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode
