@@ -58,3 +58,14 @@ class TokenBucket:
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
         self._stamp = now
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: Callable[[], float]) -> float:
+    """Exponential backoff with equal jitter: attempt ``n`` waits in ``[d/2, d]``,
+    ``d = min(cap, base x 2^n)``.
+
+    The jitter spreads the retries of a fleet that failed together (an apiserver or kubelet
+    restart) instead of bringing everyone back in the same instant.
+    """
+    ceiling = min(cap, base * 2.0 ** min(attempt, 60))
+    return ceiling / 2 + ceiling / 2 * rng()

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from rte.errors import InputError
+from rte.ratelimit import backoff_delay
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +150,7 @@ class Reflector:
             self._thread = None
 
     def _delay(self, attempt: int) -> float:
-        ceiling = min(self.backoff_cap, self.backoff_base * 2.0 ** min(attempt, 30))
-        return ceiling / 2 + ceiling / 2 * self._rng()
+        return backoff_delay(attempt, self.backoff_base, self.backoff_cap, self._rng)
 
     def _run(self) -> None:
         attempt = 0

@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from rte.ratelimit import backoff_delay
+
 
 class Coalescer:
     """Pending trigger reasons and when they should run."""
@@ -97,9 +99,9 @@ class Backoff:
 
     def next(self) -> float:
         """The delay before the next attempt; each call counts one more failure."""
-        ceiling = min(self.cap, self.base * 2.0 ** min(self.failures, 60))
+        delay = backoff_delay(self.failures, self.base, self.cap, self._rng)
         self.failures += 1
-        return ceiling * (0.5 + 0.5 * self._rng())
+        return delay
 
     def reset(self) -> None:
         self.failures = 0

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from rte.ratelimit import backoff_delay
+
 
 class Failure(Enum):
     CONFLICT = "conflict"
@@ -108,8 +110,7 @@ class Backoff:
     rng: Callable[[], float] = random.random
 
     def delay(self, attempt: int) -> float:
-        ceiling = min(self.cap, self.base * 2.0 ** min(attempt, 30))
-        return ceiling / 2 + ceiling / 2 * self.rng()
+        return backoff_delay(attempt, self.base, self.cap, self.rng)
 
     def delay_for(self, exc: BaseException, attempt: int) -> float:
         """The wait before retry ``attempt`` after ``exc``: the server's ``Retry-After`` when it gave one."""
