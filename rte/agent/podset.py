@@ -27,7 +27,7 @@ from fnmatch import fnmatchcase
 
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
-from rte.model.pod import PHASE_PENDING, PHASE_RUNNING, Pod
+from rte.model.pod import Pod, counts_for_fingerprint
 from rte.podres.types import PodResources
 
 INFORMER_DEDICATED = "dedicated"
@@ -49,13 +49,6 @@ class PodGlob:
 
     def matches(self, namespace: str, name: str) -> bool:
         return fnmatchcase(namespace, self.namespace) and fnmatchcase(name, self.name)
-
-
-def relevant_for_consumer(pod: Pod, informer_mode: str) -> bool:
-    """The scheduler's relevance rule for its fingerprint pod set."""
-    if informer_mode == INFORMER_SHARED:
-        return pod.phase == PHASE_RUNNING
-    return bool(pod.node_name) and pod.phase != PHASE_PENDING
 
 
 def has_exclusive_assignment(pod: PodResources) -> bool:
@@ -87,7 +80,7 @@ def fingerprint_pods(
     chosen: list[tuple[str, str]] = []
     if specs is not None:
         for key, pod in specs.items():
-            if not relevant_for_consumer(pod, informer_mode):
+            if not counts_for_fingerprint(pod, running_only=informer_mode == INFORMER_SHARED):
                 continue
             if key not in listed_keys and not pod.is_terminal:
                 continue

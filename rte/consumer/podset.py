@@ -20,7 +20,7 @@ from typing import Any
 from rte.consumer.cacheconfig import InformerMode, ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
-from rte.model.pod import PHASE_PENDING, PHASE_RUNNING, Pod
+from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.topology import NodeTopology
 
 
@@ -36,11 +36,7 @@ class CompareResult(StrEnum):
 
 def is_relevant(pod: Pod, mode: InformerMode) -> bool:
     """Whether ``pod`` belongs in the fingerprinted set of its node (fingerprint.md §7.1)."""
-    if not pod.node_name:
-        return False
-    if mode is InformerMode.SHARED:
-        return pod.phase == PHASE_RUNNING
-    return pod.phase != PHASE_PENDING
+    return counts_for_fingerprint(pod, running_only=mode is InformerMode.SHARED)
 
 
 def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:

@@ -76,6 +76,20 @@ class Pod:
         return self.phase in TERMINAL_PHASES
 
 
+def counts_for_fingerprint(pod: Pod, *, running_only: bool) -> bool:
+    """Whether the scheduler's fingerprint of ``pod``'s node counts it (fingerprint.md §7.1).
+
+    The rule of the scheduler's pod informer: the dedicated one counts every bound pod that left
+    ``Pending`` (terminal pods included); the shared one (``running_only``) only ``Running`` pods.
+    The agent applies the same rule to publish a fingerprint the scheduler can match.
+    """
+    if not pod.node_name:
+        return False
+    if running_only:
+        return pod.phase == PHASE_RUNNING
+    return pod.phase != PHASE_PENDING
+
+
 def compute_qos_class(containers: Iterable[Container]) -> str:
     """Kubernetes' QoS rule over all (init and app) containers.
 
