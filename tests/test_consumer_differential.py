@@ -123,7 +123,21 @@ def _literal_filter(zones: Zones, p: Pod, scope: str) -> bool:
 # --- literal Score ----------------------------------------------------------------------------
 
 
-def _zone_score(kind: str, req: dict[str, Amount], zone: dict[str, Amount]) -> int:
+def _gonum_variance(values: list[float]) -> float:
+    """gonum's stat.Variance (unweighted): sequential sums, corrected two-pass, N-1."""
+    mean = 0.0
+    for v in values:
+        mean += v
+    mean /= len(values)
+    squares = 0.0
+    compensation = 0.0
+    for v in values:
+        squares += (v - mean) * (v - mean)
+        compensation += v - mean
+    return (squares - compensation * compensation / len(values)) / (len(values) - 1)
+
+
+def _zone_score(kind: str, req: dict[str, Amount], zone: dict[str, Amount], weights: dict[str, int]) -> int:
     if kind == BALANCED_ALLOCATION:
         fractions = []
         for r, q in sorted(req.items()):
@@ -134,40 +148,38 @@ def _zone_score(kind: str, req: dict[str, Amount], zone: dict[str, Amount]) -> i
             fractions.append(f)
         if len(fractions) < 2:
             return 100
-        mean = 0.0
-        for f in fractions:
-            mean += f
-        mean /= len(fractions)
-        ss = sum((f - mean) ** 2 for f in fractions)
-        comp = sum(f - mean for f in fractions)
-        return int((1 - (ss - comp * comp / len(fractions)) / (len(fractions) - 1)) * 100)
-    total = 0
+        return int((1 - _gonum_variance(fractions)) * 100)
+    total = weight_sum = 0
     for r, q in req.items():
+        weight = max(weights.get(r, 1), 1)
+        weight_sum += weight
         a = zone.get(r, 0)
         if a == 0 or q > a:
             continue
         ca, cq = ceil_value(a), ceil_value(q)
-        total += cq * 100 // ca if kind == MOST_ALLOCATED else (ca - cq) * 100 // ca
-    return total // len(req)
+        total += (cq * 100 // ca if kind == MOST_ALLOCATED else (ca - cq) * 100 // ca) * weight
+    return total // weight_sum
 
 
-def _resource_score(kind: str, zones: Zones, req: dict[str, Amount]) -> int:
-    scores = [_zone_score(kind, req, z) for z in zones.values()]
+def _resource_score(kind: str, zones: Zones, req: dict[str, Amount], weights: dict[str, int]) -> int:
+    scores = [_zone_score(kind, req, z, weights) for z in zones.values()]
     return min((s for s in scores if s), default=0)
 
 
-def _literal_score(kind: str, zones: Zones, p: Pod, scope: str, costs: dict[int, dict[int, int]]) -> int:
+def _literal_score(
+    kind: str, zones: Zones, p: Pod, scope: str, costs: dict[int, dict[int, int]], weights: dict[str, int]
+) -> int:
     if p.qos_class != "Guaranteed":
         return 100
     if kind == LEAST_NUMA_NODES:
         return _literal_least_numa(zones, p, scope, costs)
     if scope == "pod":
         req = effective_request(p)
-        return _resource_score(kind, zones, req) if req else 100
+        return _resource_score(kind, zones, req, weights) if req else 100
     reqs = [dict(c.requests) for c in p.init_containers + p.containers if c.requests]
     if not reqs:
         return 100
-    return sum(_resource_score(kind, zones, r) for r in reqs) // len(reqs)
+    return sum(_resource_score(kind, zones, r, weights) for r in reqs) // len(reqs)
 
 
 def _avg(combo: tuple[int, ...], costs: dict[int, dict[int, int]]) -> float:
@@ -257,8 +269,37 @@ def test_scores_agree_with_a_literal_transcription(kind: str) -> None:
         zones, p, scope = _random_case(rng)
         costs = {i: {j: 10 if i == j else rng.choice([11, 20, 21, 32]) for j in zones} for i in zones}
         view = build_view(topology(zones, scope=scope, costs=costs))
-        expected = _literal_score(kind, _model(zones), p, scope, costs)
+        expected = _literal_score(kind, _model(zones), p, scope, costs, {})
         assert score_node(p, view, strategy) == expected, (zones, p, scope, costs)
+
+
+# Wide requests (the telco shape: cpu, memory, hugepages and several devices) on wide nodes,
+# with weights and quantities past 2**53, where float conversion starts to round.
+_WIDE = ("cpu", "memory", "hugepages-1Gi", DEV, "vendor.com/gpu", "vendor.com/fpga")
+
+
+def _wide_case(rng: random.Random) -> tuple[dict[int, dict[str, str | int]], Pod, str, dict[str, int]]:
+    scale = rng.choice([1, 2**40, 2**60])
+    zones: dict[int, dict[str, str | int]] = {}
+    for i in rng.sample(range(64), rng.randint(1, 8)):
+        zones[i] = {r: rng.randrange(0, 9) * scale + rng.randrange(0, 3) for r in _WIDE if rng.random() < 0.9}
+    names = rng.sample(_WIDE, rng.randint(1, len(_WIDE)))
+    apps = [
+        container(f"a{k}", {r: rng.randrange(0, 5) * scale + rng.randrange(0, 2) for r in names})
+        for k in range(rng.randint(1, 2))
+    ]
+    weights = {r: rng.choice([-1, 0, 1, 2, 5]) for r in _WIDE if rng.random() < 0.5}
+    return zones, pod(*apps), rng.choice(["container", "pod"]), weights
+
+
+@pytest.mark.parametrize("kind", [MOST_ALLOCATED, LEAST_ALLOCATED, BALANCED_ALLOCATION])
+def test_wide_weighted_requests_agree_with_a_literal_transcription(kind: str) -> None:
+    rng = random.Random(f"wide-{kind}")
+    for _ in range(CASES):
+        zones, p, scope, weights = _wide_case(rng)
+        view = build_view(topology(zones, scope=scope))
+        expected = _literal_score(kind, _model(zones), p, scope, {}, weights)
+        assert score_node(p, view, ScoringStrategy(kind, weights)) == expected, (zones, p, scope, weights)
 
 
 def test_the_random_cases_cover_the_interesting_shapes() -> None:

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 from rte.consumer.numaview import MAX_NUMA_ID, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import KIND_SIDECAR, Item, PreparedPod, Request, as_prepared
+from rte.consumer.tmconfig import POLICY_SINGLE_NUMA_NODE, SCOPE_POD
 from rte.model.pod import Pod
 from rte.model.quantity import Amount, quantity_text
 
@@ -266,15 +267,15 @@ def filter_node(
     None when the Node object is unknown; ``fresh=False`` says the cache distrusts the view.
     """
     prep = pod if isinstance(pod, PreparedPod) else as_prepared(pod)
-    if prep.best_effort and not prep.requests_non_native:
+    if prep.no_alignment_needed:
         return _BEST_EFFORT
     if not fresh:
         return _STALE
     if view is None:
         return _NO_NRT
     tm = view.tm
-    if not tm.single_numa_node:
+    if tm.policy != POLICY_SINGLE_NUMA_NODE:
         return FilterResult(FilterCode.SUCCESS, f"topology manager policy {tm.policy}: not filtered")
-    if tm.pod_scope:
+    if tm.scope == SCOPE_POD:
         return _pod_scope(prep, view, node_allocatable)
     return _container_scope(prep, view, node_allocatable)

@@ -91,14 +91,16 @@ class PreparedPod:
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
+    guaranteed: bool = field(init=False)
+    """The pod's QoS class is Guaranteed (a field, not a property: the per-node loops read it)."""
+    best_effort: bool = field(init=False)
+    no_alignment_needed: bool = field(init=False)
+    """BestEffort and requesting no non-native resource: Filter passes it without the node."""
 
-    @property
-    def guaranteed(self) -> bool:
-        return self.qos == QOS_GUARANTEED
-
-    @property
-    def best_effort(self) -> bool:
-        return self.qos == QOS_BEST_EFFORT
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "guaranteed", self.qos == QOS_GUARANTEED)
+        object.__setattr__(self, "best_effort", self.qos == QOS_BEST_EFFORT)
+        object.__setattr__(self, "no_alignment_needed", self.best_effort and not self.requests_non_native)
 
 
 def _container_request(c: Container, default_kind: str) -> Request:

@@ -29,12 +29,13 @@ For many nodes, build a :class:`Scorer` once per pod; :func:`score_node` is the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rte.consumer.least_numa import least_numa_score
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
+from rte.consumer.tmconfig import POLICY_SINGLE_NUMA_NODE, SCOPE_POD
 from rte.errors import ConfigError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
@@ -79,54 +80,41 @@ def _weigh(req: Request, strategy: ScoringStrategy) -> Weighted:
     return items, sum(w for *_, w in items)
 
 
-def _allocated_score(weighted: Weighted, view: NumaView, most: bool) -> int:
-    """Most/LeastAllocated: the smallest non-zero zone score (0 when no zone scores)."""
+def _allocated_score(req: Request, weighted: Weighted, view: NumaView, most: bool) -> int:
+    """Most/LeastAllocated: the smallest non-zero zone score (0 when no zone scores).
+
+    Takes the Scorer's common argument list; only ``weighted`` and ``view`` matter here.
+    """
     items, weight_sum = weighted
     available, ceil_available = view.available, view.ceil_available
     if len(items) == 2 and weight_sum == 2:
-        totals = _two_integral_rows(items, available, ceil_available, most)
-        if totals is not None:
-            return _lowest_zone_score(totals, weight_sum)
-    columns = []
-    # Per resource, one flat comprehension over the zones (this is the hot loop): a zone with
-    # nothing, or less than requested, scores 0 for the resource. Scores add up per zone.
+        lowest = _two_integral_rows(items, available, ceil_available, most)
+        if lowest is not None:
+            return lowest
+    rows = []
     for name, amount, ceil_amount, weight in items:
         row = available.get(name)
-        if row is None:
-            continue  # no zone lists it: every zone scores 0 for this resource
-        crow = ceil_available[name]
-        if crow is row:  # integral row: available is its own rounded-up value
-            if most:
-                top = ceil_amount * MAX_SCORE
-                column = [top // a if a and amount <= a else 0 for a in row]
-            else:
-                column = [(a - ceil_amount) * MAX_SCORE // a if a and amount <= a else 0 for a in row]
-        elif most:
-            top = ceil_amount * MAX_SCORE
-            column = [top // c if a and amount <= a else 0 for a, c in zip(row, crow, strict=True)]
-        else:
-            column = [
-                (c - ceil_amount) * MAX_SCORE // c if a and amount <= a else 0
-                for a, c in zip(row, crow, strict=True)
-            ]
-        if weight != 1:
-            column = [x * weight for x in column]
-        columns.append(column)
-    if not columns:
-        return 0
-    totals = columns[0]
-    for column in columns[1:]:  # pairwise sums: cheaper than zip(*columns) for the usual 2-3 rows
-        totals = [t + x for t, x in zip(totals, column, strict=True)]
-    return _lowest_zone_score(totals, weight_sum)
+        if row is not None:  # a resource no zone lists scores 0 everywhere: it adds nothing
+            rows.append((row, ceil_available[name], amount, ceil_amount, weight))
+    # Zone by zone, the weighted total of the per-resource scores; a zone with nothing, or less
+    # than requested, scores 0 for the resource. Zone score = total // weight_sum and floor is
+    # monotone, so the smallest non-zero zone score is the smallest total reaching weight_sum,
+    # divided once.
+    lowest = _NO_ZONE
+    for zone in range(len(view.ids)):
+        total = 0
+        for row, ceil_row, amount, ceil_amount, weight in rows:
+            a = row[zone]
+            if a and amount <= a:
+                c = ceil_row[zone]
+                score = ceil_amount * MAX_SCORE // c if most else (c - ceil_amount) * MAX_SCORE // c
+                total += score * weight
+        if weight_sum <= total < lowest:
+            lowest = total
+    return 0 if lowest == _NO_ZONE else lowest // weight_sum
 
 
-def _lowest_zone_score(totals: list[int], weight_sum: int) -> int:
-    # Zone score = total // weight_sum; floor is monotone, so the smallest non-zero zone score
-    # is the smallest total that reaches weight_sum, divided once.
-    lowest = min(totals)
-    if lowest < weight_sum:
-        lowest = min([t for t in totals if t >= weight_sum], default=0)
-    return lowest // weight_sum
+_NO_ZONE = 1 << 62  # above any zone total: "no zone scored yet"
 
 
 def _two_integral_rows(
@@ -134,27 +122,32 @@ def _two_integral_rows(
     available: Mapping[str, tuple[Amount, ...]],
     ceil_available: Mapping[str, tuple[int, ...]],
     most: bool,
-) -> list[int] | None:
-    """Zone totals for the common request (cpu and memory, weight 1 each) in one pass.
+) -> int | None:
+    """The node score for the common request (two resources of weight 1, e.g. cpu and memory).
 
-    Same arithmetic as the general loop, fused into a single comprehension over both rows; None
-    when the shortcut does not apply (a missing or fractional row), so the caller falls back.
+    The general loop's arithmetic in one pass over both rows, keeping only the smallest zone
+    total that reaches 2 (a non-zero zone score); None when the shortcut does not apply (a
+    missing or fractional row), so the caller falls back to the general loop.
     """
     (name0, amount0, ceil0, _), (name1, amount1, ceil1, _) = items
     row0, row1 = available.get(name0), available.get(name1)
     if row0 is None or row1 is None or ceil_available[name0] is not row0 or ceil_available[name1] is not row1:
         return None
+    lowest = _NO_ZONE
     if most:
         top0, top1 = ceil0 * MAX_SCORE, ceil1 * MAX_SCORE
-        return [
-            (top0 // a if a and amount0 <= a else 0) + (top1 // b if b and amount1 <= b else 0)
-            for a, b in zip(row0, row1, strict=True)
-        ]
-    return [
-        ((a - ceil0) * MAX_SCORE // a if a and amount0 <= a else 0)
-        + ((b - ceil1) * MAX_SCORE // b if b and amount1 <= b else 0)
-        for a, b in zip(row0, row1, strict=True)
-    ]
+        for a, b in zip(row0, row1, strict=True):
+            total = (top0 // a if a and amount0 <= a else 0) + (top1 // b if b and amount1 <= b else 0)
+            if 2 <= total < lowest:
+                lowest = total
+    else:
+        for a, b in zip(row0, row1, strict=True):
+            total = ((a - ceil0) * MAX_SCORE // a if a and amount0 <= a else 0) + (
+                (b - ceil1) * MAX_SCORE // b if b and amount1 <= b else 0
+            )
+            if 2 <= total < lowest:
+                lowest = total
+    return 0 if lowest == _NO_ZONE else lowest // 2
 
 
 def sample_variance(values: list[float]) -> float:
@@ -175,93 +168,130 @@ def sample_variance(values: list[float]) -> float:
     return (squares - compensation * compensation / count) / (count - 1)
 
 
-def _balanced_score(req: Request, view: NumaView) -> int:
-    """BalancedAllocation: the smallest non-zero zone score (0 when no zone scores)."""
+def balanced_zone_score(variance: float) -> int:
+    """BalancedAllocation's score of a zone whose request fractions have ``variance``."""
+    return int((1 - variance) * MAX_SCORE)
+
+
+def _balanced_score(req: Request, weighted: Weighted, view: NumaView, most: bool) -> int:
+    """BalancedAllocation: the smallest non-zero zone score (0 when no zone can hold the request).
+
+    The zone score ``int((1 - v) * 100)`` is a chain of correctly rounded, monotone operations, so
+    it never increases with the variance ``v``: the smallest zone score is the score of the
+    largest variance, computed once. It is also never 0 for a zone that holds the request (every
+    fraction in [0, 1] keeps a sample variance at most 0.5, a score at least 50), so "smallest
+    non-zero" is "smallest over the zones that hold the request". Each variance itself is
+    computed with gonum's exact operation sequence (see :func:`sample_variance`).
+
+    Takes the Scorer's common argument list; only ``req`` and ``view`` matter here.
+    """
+    items = req.items
+    ceil_available = view.ceil_available
+    if len(items) == 2:
+        row0, row1 = ceil_available.get(items[0].name), ceil_available.get(items[1].name)
+        if row0 is not None and row1 is not None:
+            # The common cpu+memory request: sample_variance's operation sequence, inlined.
+            r0, r1 = float(items[0].ceil), float(items[1].ceil)
+            worst = -1.0  # below any variance: no zone holds the request yet
+            for c0, c1 in zip(row0, row1, strict=True):
+                x = r0 / c0 if c0 else 1.0  # available 0 counts as fully used
+                if x > 1:
+                    continue
+                y = r1 / c1 if c1 else 1.0
+                if y > 1:
+                    continue
+                mean = (x + y) / 2
+                dx, dy = x - mean, y - mean
+                compensation = dx + dy
+                variance = (dx * dx + dy * dy) - compensation * compensation / 2
+                if variance > worst:
+                    worst = variance
+            return 0 if worst == -1.0 else balanced_zone_score(worst)
+    # Any other request: zone by zone, the fractions, then gonum's variance sequence.
     zones = len(view.ids)
-    columns = []
-    for item in req.items:
-        ceil_row = view.ceil_available.get(item.name)
-        requested = float(item.ceil)
-        if ceil_row is None:
-            columns.append([1.0] * zones)  # available 0 counts as fully used
+    rows = [(ceil_available.get(item.name) or (0,) * zones, float(item.ceil)) for item in items]
+    worst = -1.0
+    for zone in range(zones):
+        fractions = []
+        for row, requested in rows:
+            c = row[zone]
+            x = requested / c if c else 1.0  # available 0 (or unlisted) counts as fully used
+            if x > 1:
+                break  # the zone cannot hold the request
+            fractions.append(x)
         else:
-            columns.append([requested / float(c) if c else 1.0 for c in ceil_row])
-    best = 0
-    if len(columns) == 2:
-        # The common cpu+memory request: sample_variance's exact operation sequence, inlined.
-        for x, y in zip(columns[0], columns[1], strict=True):
-            if x > 1 or y > 1:
-                continue  # the zone cannot hold the request: score 0
-            mean = (x + y) / 2
-            dx, dy = x - mean, y - mean
-            compensation = dx + dy
-            score = int((1 - ((dx * dx + dy * dy) - compensation * compensation / 2)) * MAX_SCORE)
-            if score and (not best or score < best):
-                best = score
-        return best
-    for fractions in zip(*columns, strict=True):
-        if max(fractions) > 1:
-            continue
-        score = int((1 - sample_variance(list(fractions))) * MAX_SCORE)
-        if score and (not best or score < best):
-            best = score
-    return best
+            variance = sample_variance(fractions)
+            if variance > worst:
+                worst = variance
+    return 0 if worst == -1.0 else balanced_zone_score(worst)
 
 
 def _clamp(score: int) -> int:
-    return max(MIN_SCORE, min(MAX_SCORE, score))
+    return score if MIN_SCORE <= score <= MAX_SCORE else (MIN_SCORE if score < MIN_SCORE else MAX_SCORE)
 
 
 class Scorer:
     """Scores one prepared pod on many nodes with one strategy; build it once per pod.
 
     Everything that depends on the pod and the strategy only (QoS gating, weights, which
-    containers count) is settled here, so a call does per-node work only.
+    containers count, which zone-score function applies) is settled here, so a call does
+    per-node work only.
     """
 
-    __slots__ = ("_containers", "_kind", "_most", "_pod", "_prep", "strategy")
+    __slots__ = (
+        "_constant",
+        "_containers",
+        "_least_numa",
+        "_most",
+        "_pod",
+        "_prep",
+        "_zone_score",
+        "strategy",
+    )
 
     def __init__(self, pod: Pod | PreparedPod, strategy: ScoringStrategy = DEFAULT_STRATEGY) -> None:
         prep = as_prepared(pod)
         self._prep = prep
         self.strategy = strategy
-        self._kind = strategy.type
+        # A pod that is not Guaranteed scores 100 whatever the node: no per-node work at all.
+        self._constant: int | None = None if prep.guaranteed else MAX_SCORE
+        self._least_numa = strategy.type == LEAST_NUMA_NODES
         self._most = strategy.type == MOST_ALLOCATED
+        balanced = strategy.type == BALANCED_ALLOCATION
+        # Every zone-score function takes (request, weighted request, view, most).
+        self._zone_score: Callable[[Request, Weighted, NumaView, bool], int] = (
+            _balanced_score if balanced else _allocated_score
+        )
         self._pod = (prep.pod_request, _weigh(prep.pod_request, strategy)) if prep.pod_request.items else None
         # Empty requests are left out of the container mean (the reference divides by zero).
         self._containers = tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items)
 
     def __call__(self, view: NumaView | None, *, fresh: bool = True) -> int:
         """The score (0..100) on the node with ``view`` (None: the node has no NRT)."""
-        prep = self._prep
-        if not prep.guaranteed:
-            return MAX_SCORE
-        if not fresh or view is None:
+        if self._constant is not None:
+            return self._constant
+        if view is None or not fresh:
             return MIN_SCORE
-        kind = self._kind
-        if kind == LEAST_NUMA_NODES:
-            return _clamp(least_numa_score(prep, view))
+        if self._least_numa:
+            return _clamp(least_numa_score(self._prep, view))
         tm = view.tm
-        if not tm.single_numa_node:
+        if tm.policy != POLICY_SINGLE_NUMA_NODE:
             return MIN_SCORE
-        if tm.pod_scope:
+        if tm.scope == SCOPE_POD:
             if self._pod is None:
                 return MAX_SCORE
             req, weighted = self._pod
-            if kind == BALANCED_ALLOCATION:
-                return _clamp(_balanced_score(req, view))
-            return _clamp(_allocated_score(weighted, view, self._most))
+            return _clamp(self._zone_score(req, weighted, view, self._most))
         containers = self._containers
+        if len(containers) == 1:  # the usual shape: the mean of one score is that score
+            req, weighted = containers[0]
+            return _clamp(self._zone_score(req, weighted, view, self._most))
         if not containers:
             return MAX_SCORE
         total = 0
-        if kind == BALANCED_ALLOCATION:
-            for req, _ in containers:
-                total += _balanced_score(req, view)
-        else:
-            most = self._most
-            for _, weighted in containers:
-                total += _allocated_score(weighted, view, most)
+        zone_score, most = self._zone_score, self._most
+        for req, weighted in containers:
+            total += zone_score(req, weighted, view, most)
         return _clamp(total // len(containers))
 
 
