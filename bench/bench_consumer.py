@@ -78,23 +78,24 @@ def _views() -> list[NumaView]:
 
 
 def summary() -> list[Row]:
-    """The headline: the cpu+memory Guaranteed pod, every strategy."""
+    """Every strategy: the cpu+memory pod against the target, the wide telco pod for information."""
     views = _views()
     allocatable = {"cpu": 256, "memory": 768 * GI, "hugepages-1Gi": 64 * GI, "vendor.com/nic": 32}
-    label, requests = next(iter(PODS.items()))
-    pod = _pod(requests)
     rows = []
-    for name in STRATEGIES:
-        strategy = ScoringStrategy(name)
-        ms = median_seconds(lambda s=strategy: _cycle(pod, views, allocatable, s), repeat=15) * 1000  # type: ignore[misc]
-        rows.append(
-            Row(
-                f"consumer filter+score, 5000 NRTs x 8 zones, {name} ({label})",
-                f"{ms:.1f} ms",
-                f"<= {TARGET_MS:.0f} ms",
-                ms <= TARGET_MS,
+    for index, (label, requests) in enumerate(PODS.items()):
+        pod = _pod(requests)
+        headline = index == 0  # the target is set on the common Guaranteed cpu+memory pod
+        for name in STRATEGIES:
+            strategy = ScoringStrategy(name)
+            ms = median_seconds(lambda p=pod, s=strategy: _cycle(p, views, allocatable, s), repeat=15) * 1000  # type: ignore[misc]
+            rows.append(
+                Row(
+                    f"consumer filter+score, 5000 NRTs x 8 zones, {name} ({label})",
+                    f"{ms:.1f} ms",
+                    f"<= {TARGET_MS:.0f} ms" if headline else "-",
+                    ms <= TARGET_MS if headline else None,
+                )
             )
-        )
     return rows
 
 

@@ -62,6 +62,9 @@ class FilterCode(Enum):
     ERROR = "Error"
 
 
+_SUCCESS = FilterCode.SUCCESS  # a module global: reading an Enum member off its class is slow
+
+
 class FilterResult(NamedTuple):
     """Filter's verdict for one pod on one node."""
 
@@ -76,7 +79,7 @@ class FilterResult(NamedTuple):
 
     @property
     def fits(self) -> bool:
-        return self.code is FilterCode.SUCCESS
+        return self.code is _SUCCESS
 
 
 class _Misfit(Exception):
@@ -104,8 +107,7 @@ def _fit_mask(
             mask &= present[name]  # shared pool: being listed is enough
         else:
             values, masks = index
-            i = bisect_left(values, amount)
-            mask &= masks[i] if i < len(masks) else 0
+            mask &= masks[bisect_left(values, amount)]
         if not mask:
             raise _Misfit(f"{name}={quantity_text(amount)} fits in no single NUMA zone with the rest")
     return mask

@@ -219,8 +219,7 @@ def numa_nodes_required(
     fitting = -1  # zones that hold every item on their own
     for item in items:
         values, masks = thresholds[item.name]
-        i = bisect_left(values, item.amount)
-        fitting &= masks[i] if i < len(masks) else 0
+        fitting &= masks[bisect_left(values, item.amount)]
     if fitting:
         combo, is_min = _pick_single(view, fitting)
         if combo is not None:

@@ -36,7 +36,8 @@ MISSING_DISTANCE = 255
 
 Thresholds = tuple[tuple[Amount, ...], tuple[int, ...]]
 """The availabilities of a resource in ascending order (repeats kept), and for each one the mask
-of zones holding at least that much."""
+of zones holding at least that much, followed by a final 0 (no zone holds more than the largest),
+so that ``masks[bisect_left(values, amount)]`` is always the answer."""
 
 
 def make_thresholds(row: Sequence[Amount], mask: int) -> Thresholds:
@@ -48,14 +49,14 @@ def make_thresholds(row: Sequence[Amount], mask: int) -> Thresholds:
         acc |= bit
         masks.append(acc)
     masks.reverse()
+    masks.append(0)
     return tuple(a for a, _ in pairs), tuple(masks)
 
 
 def zones_with_at_least(thresholds: Thresholds, amount: Amount) -> int:
     """The mask of zones whose available is ``>= amount`` (exact comparison), in O(log n)."""
     values, masks = thresholds
-    i = bisect_left(values, amount)
-    return masks[i] if i < len(masks) else 0
+    return masks[bisect_left(values, amount)]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
