@@ -36,6 +36,10 @@ class KubeletReader(Protocol):
 
     endpoint: str
 
+    def wait_ready(self, timeout: float) -> None:
+        """Block until the kubelet answers (UnavailableError after ``timeout`` seconds)."""
+        ...
+
     def list(self) -> Listing: ...
 
     def get_allocatable(self) -> AllocatableResources: ...
@@ -51,6 +55,9 @@ class SocketReader:
         self.endpoint = client.endpoint
         self._cache: dict[bytes, PodResources] = {}
         self._last: Listing | None = None
+
+    def wait_ready(self, timeout: float) -> None:
+        self._client.wait_ready(timeout=timeout)
 
     def list(self) -> Listing:
         from rte.podres import convert
@@ -91,6 +98,9 @@ class DirectoryReader:
 
         self._files = PodResourcesFiles(directory)
         self.endpoint = str(directory)
+
+    def wait_ready(self, timeout: float) -> None:
+        return None  # files are there or they are not: nothing to wait for
 
     def list(self) -> Listing:
         pods = self._files.list()

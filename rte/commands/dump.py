@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.kubelet import open_reader
 from rte.commands.render import render_table
 from rte.errors import NotSupportedError, UnavailableError
 from rte.host.kubelet_config_files import load_kubelet_config
@@ -28,6 +29,9 @@ from rte.podres.source import DEFAULT_ENDPOINT
 from rte.podres.types import AllocatableResources, PodResources
 
 DEFAULT_SYSFS = "/sys"
+# A one-shot command makes three calls: the kubelet's own limit (100 QPS, burst 10) is far away.
+ONE_SHOT_QPS = 20.0
+ONE_SHOT_BURST = 5
 
 
 @dataclass(frozen=True)
@@ -48,31 +52,29 @@ def _socket_path(endpoint: str) -> str | None:
 
 
 def read_kubelet(endpoint: str, *, timeout: float, err: TextIO) -> KubeletData | None:
-    """Ask the kubelet (a socket) or read a scenario directory; None when nothing answers."""
-    directory = endpoint[len("file://") :] if endpoint.startswith("file://") else endpoint
-    if Path(directory).is_dir():
-        from rte.podres.files import PodResourcesFiles
+    """Ask the kubelet (a socket) or read a scenario directory; None when nothing answers.
 
-        files = PodResourcesFiles(directory)
-        return KubeletData(files.get_allocatable(), files.list(), directory)
+    The same readers as ``rte run`` (:func:`rte.agent.kubelet.open_reader`), used once.
+    """
     path = _socket_path(endpoint)
     if path is not None and not os.path.exists(path):
-        return None  # no socket: skip importing grpc altogether
-    from rte.podres.client import PodResourcesClient
-
-    with PodResourcesClient(endpoint, timeout=timeout) as client:
+        return None  # no socket (and no scenario directory): skip importing grpc altogether
+    reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+    try:
         try:
-            client.wait_ready(timeout=timeout)
-            pods = client.list()
+            reader.wait_ready(timeout)
+            pods = reader.list().pods
         except UnavailableError as e:
             print(f"rte: warning: {e}", file=err)
             return None
         try:
-            allocatable: AllocatableResources | None = client.get_allocatable()
+            allocatable: AllocatableResources | None = reader.get_allocatable()
         except NotSupportedError as e:
             print(f"rte: warning: {e}; allocatable comes from sysfs and the kubelet config", file=err)
             allocatable = None
-        return KubeletData(allocatable, pods, endpoint)
+        return KubeletData(allocatable, pods, reader.endpoint)
+    finally:
+        reader.close()
 
 
 def read_memory_state(kubelet_dir: str | None) -> MemoryManagerState | None:
