@@ -30,7 +30,8 @@ from rte.model import fingerprint as fp
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 from rte.podres.types import AllocatableResources
-from rte.settings import Settings, load_settings
+from rte.settings import Settings
+from rte.settings_loader import load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from rte.cli import main
 from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
-from rte.settings import Settings, catalogue, dump_settings, load_settings
+from rte.settings import Settings, catalogue
+from rte.settings_loader import dump_settings, load_settings
 
 
 def load(**kwargs: object) -> Settings:

@@ -114,7 +114,8 @@ def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_moun
 
 
 def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loader() -> None:
-    from rte.settings import catalogue, load_settings
+    from rte.settings import catalogue
+    from rte.settings_loader import load_settings
 
     (agent,) = pod_spec()["containers"]
     env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}

@@ -43,7 +43,8 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
-from rte.settings import Settings, dump_settings, load_settings, parse_address
+from rte.settings import Settings
+from rte.settings_loader import dump_settings, load_settings, parse_address
 
 log = logging.getLogger("rte.agent")
 
