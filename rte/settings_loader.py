@@ -32,6 +32,7 @@ from rte.settings import (
     Settings,
     catalogue,
 )
+from rte.yamlfile import yaml_problem
 
 # ---- value conversion ------------------------------------------------------------------------
 
@@ -112,9 +113,7 @@ def _file_layer(path: Path) -> dict[str, tuple[Any, str]]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(str(path), f"invalid YAML{where}: {getattr(e, 'problem', None) or e}") from e
+        raise ConfigError(str(path), yaml_problem(e)) from e
     if data is None:
         return {}
     if not isinstance(data, dict):

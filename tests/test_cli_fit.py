@@ -212,3 +212,12 @@ def test_missing_files_and_duplicate_nodes_are_input_errors(tmp_path: Path) -> N
     assert err == f"rte: error: {NRTS}: NodeResourceTopology 'worker-a' is also given in {NRTS}\n"
     code, _, err = run("--pod", POD)
     assert code == 2 and "give at least one NodeResourceTopology file" in err
+
+
+@pytest.mark.parametrize("which", ["pod", "nrt"])
+def test_a_yaml_syntax_error_is_one_line_naming_the_file_and_line(tmp_path: Path, which: str) -> None:
+    broken = _write(tmp_path / "broken.yaml", "kind: Pod\nmetadata: {name: [p\n")
+    code, _, err = run("--pod", broken, NRTS) if which == "pod" else run("--pod", POD, broken)
+    assert code == 2
+    assert err.count("\n") == 1
+    assert err.startswith(f"rte: error: {broken}: invalid YAML at line 3, column 1: ")

@@ -18,8 +18,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 from rte.commands.scoring import scoring_strategy
 from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
 from rte.consumer.numaview import build_view
@@ -29,18 +27,14 @@ from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
+from rte.yamlfile import read_documents
 
 OUTPUTS = ("table", "json")
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
     """``(where, object)`` for every object in ``path``, ``...List`` items included."""
-    try:
-        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(str(path), f"cannot read: {e}") from e
-    except yaml.YAMLError as e:
-        raise InputError(str(path), f"not valid JSON or YAML: {e}") from e
+    documents = read_documents(path)
     for index, doc in enumerate(documents):
         where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
         if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List"):

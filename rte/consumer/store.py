@@ -21,11 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
+from rte.yamlfile import read_documents
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -216,12 +215,7 @@ def heartbeat_from_lease(obj: Mapping[str, Any], source: str = "lease") -> tuple
 
 def topologies_from_file(path: Path) -> list[NodeTopology]:
     """Every NRT in a JSON or YAML file: one object, a ``...List`` with ``items``, or many documents."""
-    try:
-        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(str(path), f"cannot read: {e}") from e
-    except yaml.YAMLError as e:
-        raise InputError(str(path), f"not valid JSON or YAML: {e}") from e
+    documents = read_documents(path)
     out: list[NodeTopology] = []
     for index, doc in enumerate(documents):
         if doc is None:

@@ -22,6 +22,7 @@ from rte.host.kubelet_config import (
     parse_kubelet_config,
     unwrap_document,
 )
+from rte.yamlfile import yaml_problem
 
 
 def merge_drop_in(base: Mapping[str, Any], drop_in: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,12 +58,8 @@ def _decode(text: str, source: str) -> object:
         pass  # not JSON; YAML is the other accepted form
     try:
         return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputError(source, f"invalid YAML{where}: {e.problem}") from e
     except yaml.YAMLError as e:
-        raise InputError(source, "invalid YAML: " + " ".join(str(e).split())) from e
+        raise InputError(source, yaml_problem(e)) from e
 
 
 def load_kubelet_config(path: Path, config_dir: Path | None = None) -> KubeletConfig:
