@@ -248,6 +248,68 @@ def _env(name: str) -> str:
 @click.option("--heartbeat-max-age", default="0", envvar=_env("HEARTBEAT_MAX_AGE"), metavar="DURATION")
 @click.option("--stale-action", default="ignore", envvar=_env("STALE_ACTION"), show_default=True)
 @click.option(
+    "--stale-if-no-heartbeat",
+    is_flag=True,
+    envvar=_env("STALE_IF_NO_HEARTBEAT"),
+    help="A node with no agent Lease at all counts as stale.",
+)
+@click.option("--resync-scope", default="All", show_default=True, envvar=_env("RESYNC_SCOPE"))
+@click.option(
+    "--dirty-after-failures",
+    default="1",
+    show_default=True,
+    envvar=_env("DIRTY_AFTER_FAILURES"),
+    metavar="N",
+    help="Filter failures in a row before a node's fingerprint is checked (1: the reference).",
+)
+@click.option(
+    "--absent-pod-grace",
+    default="30s",
+    show_default=True,
+    envvar=_env("ABSENT_POD_GRACE"),
+    metavar="DURATION",
+    help="How long a reservation survives a flush while its pod is missing from the pod list.",
+)
+@click.option(
+    "--follow-clean-nodes/--no-follow-clean-nodes",
+    default=True,
+    show_default=True,
+    envvar=_env("FOLLOW_CLEAN_NODES"),
+    help="Adopt new NRTs at once on nodes with no reservation and no mark (off: the reference).",
+)
+@click.option(
+    "--startup-grace",
+    default="0",
+    show_default=True,
+    envvar=_env("STARTUP_GRACE"),
+    metavar="DURATION",
+    help="After start, nodes not yet confirmed by a fingerprint match are not trusted this long.",
+)
+@click.option(
+    "--load-mode", default="off", show_default=True, envvar=_env("LOAD_MODE"), help="off, filter or score."
+)
+@click.option(
+    "--load-threshold",
+    "load_thresholds",
+    multiple=True,
+    envvar=_env("LOAD_THRESHOLD"),
+    metavar="ATTR=PERCENT",
+    help="Zone attribute and the percent above which the zone is busy [default: cpuUtilizationPercent=80].",
+)
+@click.option(
+    "--load-score-factor",
+    default="0.5",
+    show_default=True,
+    envvar=_env("LOAD_SCORE_FACTOR"),
+    help="Score mode: the factor applied to a node whose chosen zone is busy.",
+)
+@click.option(
+    "--kubelet-accurate-sidecars",
+    is_flag=True,
+    envvar=_env("KUBELET_ACCURATE_SIDECARS"),
+    help="Account sidecar containers as the kubelet does (the reference treats them as init containers).",
+)
+@click.option(
     "--nrt-file",
     "nrt_files",
     multiple=True,

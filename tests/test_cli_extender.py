@@ -14,9 +14,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from extender_helpers import Client
+from extender_helpers import GI, Client, nrt, pod
 from rte.cli import main
-from rte.consumer.cacheconfig import CacheMode, ForeignPodsDetect, InformerMode
+from rte.consumer.cacheconfig import (
+    CacheConfig,
+    CacheMode,
+    ForeignPodsDetect,
+    InformerMode,
+    LoadAwareConfig,
+    LoadMode,
+    ResyncScope,
+    StaleAction,
+)
+from rte.extender.app import ExtenderApp
 from rte.extender.settings import extender_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +48,20 @@ REPO = Path(__file__).resolve().parents[1]
         (["--informer-mode", "dedicated"], {}, "rte: error: --informer-mode: 'dedicated' is not one of"),
         (["--log-level", "loud"], {}, "rte: error: --log-level: unknown level 'loud'"),
         (["--nrt-file", "/nonexistent.yaml"], {}, "rte: error: /nonexistent.yaml: cannot read"),
+        (["--resync-scope", "Some"], {}, "rte: error: --resync-scope: 'Some' is not one of All"),
+        (
+            ["--dirty-after-failures", "0"],
+            {},
+            "rte: error: --dirty-after-failures: must be at least 1, got 0",
+        ),
+        (["--dirty-after-failures", "x"], {}, "rte: error: --dirty-after-failures: expected an integer"),
+        (["--startup-grace", "soon"], {}, "rte: error: --startup-grace: expected a duration"),
+        (["--absent-pod-grace", "-"], {}, "rte: error: --absent-pod-grace: expected a duration"),
+        (["--load-mode", "hot"], {}, "rte: error: --load-mode: 'hot' is not one of off, filter, score"),
+        (["--load-threshold", "cpu"], {}, "rte: error: --load-threshold: expected ATTRIBUTE=PERCENT"),
+        (["--load-threshold", "cpu=101"], {}, "rte: error: --load-threshold: expected ATTRIBUTE=PERCENT"),
+        (["--load-score-factor", "2"], {}, "rte: error: --load-score-factor: must be within 0..1, got 2"),
+        ([], {"RTE_EXTENDER_LOAD_MODE": "hot"}, "rte: error: --load-mode: 'hot' is not one of"),
     ],
 )
 def test_bad_settings_are_one_line_errors_with_exit_status_2(
@@ -70,6 +94,78 @@ def test_settings_mirror_the_reference_plugin_arguments() -> None:
     assert (tuned.host, tuned.port) == ("::1", 9000)
     discard = extender_settings(cache_resync_period="5", discard_reserved=True)
     assert discard.cache.mode is CacheMode.DISCARD_RESERVED
+
+
+def test_rte_s_additions_reach_the_cache_configuration() -> None:
+    default = extender_settings().cache.config
+    assert default == CacheConfig(), "every addition is off or at the reference's behaviour by default"
+    tuned = extender_settings(
+        resync_scope="OnlyResources",
+        dirty_after_failures="3",
+        absent_pod_grace="1m",
+        follow_clean_nodes=False,
+        heartbeat_max_age="30s",
+        stale_action="unschedulable",
+        stale_if_no_heartbeat=True,
+        startup_grace="2m",
+        load_mode="score",
+        load_thresholds=["memoryPressurePercent=90", "cpuUtilizationPercent=70"],
+        load_score_factor="0.25",
+        kubelet_accurate_sidecars=True,
+    )
+    config = tuned.cache.config
+    assert config.resync_scope is ResyncScope.ONLY_RESOURCES
+    assert (config.dirty_after_failures, config.absent_pod_grace, config.startup_grace) == (3, 60.0, 120.0)
+    assert (config.follow_clean_nodes, config.stale_if_no_heartbeat) == (False, True)
+    assert (config.heartbeat_max_age, config.stale_action) == (30.0, StaleAction.UNSCHEDULABLE)
+    assert config.load == LoadAwareConfig(
+        LoadMode.SCORE, {"memoryPressurePercent": 90, "cpuUtilizationPercent": 70}, 0.25
+    )
+    assert tuned.kubelet_accurate_sidecars
+
+
+def _busy_and_sidecar_files(tmp_path: Path) -> list[str]:
+    hot = nrt("hot", [{"cpu": 8, "memory": 16 * GI}, {"cpu": 8, "memory": 16 * GI}], pods=[])
+    hot["zones"][0]["attributes"] = [{"name": "cpuUtilizationPercent", "value": "95"}]
+    cool = nrt("cool", [{"cpu": 8, "memory": 16 * GI}, {"cpu": 8, "memory": 16 * GI}], pods=[])
+    solo = nrt("solo", [{"cpu": 4, "memory": 16 * GI}], pods=[])
+    path = tmp_path / "nrts.yaml"
+    path.write_text(yaml.safe_dump_all([hot, cool, solo]), encoding="utf-8")
+    return [str(path)]
+
+
+def _sidecar_pod() -> dict[str, object]:
+    """A sidecar of 2 CPUs beside an app container of 3, on a node with one 4-CPU zone."""
+    sidecar = pod("sc", {"cpu": 2, "memory": GI})["spec"]["containers"][0]  # type: ignore[index]
+    sidecar.update(name="proxy", restartPolicy="Always")
+    manifest = pod("sc", {"cpu": 3, "memory": GI})
+    manifest["spec"]["initContainers"] = [sidecar]  # type: ignore[index]
+    return manifest
+
+
+@pytest.mark.parametrize("accurate", [False, True])
+def test_the_load_score_mode_and_the_sidecar_mode_reach_the_served_decisions(
+    tmp_path: Path, accurate: bool
+) -> None:
+    settings = extender_settings(
+        listen="127.0.0.1:0",
+        nrt_files=_busy_and_sidecar_files(tmp_path),
+        strategy="MostAllocated",
+        load_mode="score",
+        kubelet_accurate_sidecars=accurate,
+    )
+    with ExtenderApp(settings) as app:
+        assert app.server is not None
+        client = Client(app.server.url)
+        # Zone 0 takes the pod on both nodes; it is busy on "hot": half the score.
+        _, scores = client.post(
+            "prioritize", {"Pod": pod("app", {"cpu": 4, "memory": 8 * GI}), "NodeNames": ["hot", "cool"]}
+        )
+        assert scores == [{"Host": "hot", "Score": 3}, {"Host": "cool", "Score": 5}]  # 25 and 50 of 100
+        # The reference places a sidecar like an init container; the kubelet keeps its CPUs.
+        _, result = client.post("filter", {"Pod": _sidecar_pod(), "NodeNames": ["solo"]})
+        assert result["NodeNames"] == ([] if accurate else ["solo"])
+        client.close()
 
 
 def test_periods_take_durations_like_every_rte_command_or_bare_seconds() -> None:

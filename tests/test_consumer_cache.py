@@ -21,7 +21,7 @@ from rte.consumer.cacheconfig import (
 )
 from rte.consumer.caches import DiscardReservedCache, PassthroughCache, make_cache
 from rte.consumer.filter import filter_node
-from rte.consumer.load import score_weight, weighted_score
+from rte.consumer.load import busy_zones, score_weight, weighted_score
 from rte.consumer.podset import CompareResult
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import ConfigError
@@ -531,7 +531,7 @@ def test_load_aware_filter_mode_drops_busy_zones_from_the_view() -> None:
 
 
 def test_load_aware_score_mode_scales_by_the_share_of_busy_zones() -> None:
-    topology = nrt(cpus=(8, 8), zone_attrs={0: {ZONE_CPU_UTILIZATION: "80"}, 1: {ZONE_CPU_UTILIZATION: "x"}})
+    topology = nrt(cpus=(8, 8), zone_attrs={0: {ZONE_CPU_UTILIZATION: "81"}, 1: {ZONE_CPU_UTILIZATION: "x"}})
     config = LoadAwareConfig(mode=LoadMode.SCORE, score_factor=0.5)
     assert score_weight(topology, config) == 0.75
     assert score_weight(topology, config, zones=frozenset({"node-0"})) == 0.5
@@ -542,6 +542,11 @@ def test_load_aware_score_mode_scales_by_the_share_of_busy_zones() -> None:
     assert weighted_score(90, view, config) == 67
     assert weighted_score(90, view, config, numa_id=0) == 45
     assert weighted_score(90, view, LoadAwareConfig()) == 90
+
+
+def test_a_zone_exactly_at_the_threshold_is_not_busy() -> None:
+    at = nrt(cpus=(8, 8), zone_attrs={0: {ZONE_CPU_UTILIZATION: "80"}, 1: {ZONE_CPU_UTILIZATION: "81"}})
+    assert busy_zones(at, {ZONE_CPU_UTILIZATION: 80}) == frozenset({"node-1"})
 
 
 # --- state dump ----------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """The consumer's library front end: one pod against many nodes, Filter then Score.
 
-:func:`evaluate` is what ``rte fit`` and the scheduler extender call. The pod is prepared once;
-each node brings its precomputed :class:`~rte.consumer.numaview.NumaView` (or None without an
-NRT), the names of its allocatable resources when the Node object is known, and whether the
-reserve cache still trusts its data.
+:func:`evaluate` is what ``rte fit`` calls. The pod is prepared once; each node brings its
+precomputed :class:`~rte.consumer.numaview.NumaView` (or None without an NRT), the names of its
+allocatable resources when the Node object is known, and whether the reserve cache still trusts
+its data. :func:`evaluate_through_cache` is the same for a scheduler that keeps a reserve cache:
+nodes by name, views from the cache, and the cache's bookkeeping done as the extender does it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rte.consumer.cachebase import NRTCache
+from rte.consumer.cycle import filter_nodes, score_nodes
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, prepare_pod
@@ -49,6 +52,18 @@ class Decision:
         return {"node": self.node, "fits": self.fits, "reason": self.reason, "score": self.score}
 
 
+def _strategy(strategy: ScoringStrategy | str, weights: Mapping[str, int] | None) -> ScoringStrategy:
+    if isinstance(strategy, str):
+        return ScoringStrategy(strategy, dict(weights) if weights is not None else dict(DEFAULT_WEIGHTS))
+    return strategy if weights is None else ScoringStrategy(strategy.type, dict(weights))
+
+
+def _prepared(pod: Pod | PreparedPod, kubelet_accurate_sidecars: bool) -> PreparedPod:
+    if isinstance(pod, PreparedPod):
+        return pod
+    return prepare_pod(pod, kubelet_accurate_sidecars=kubelet_accurate_sidecars)
+
+
 def evaluate(
     pod: Pod | PreparedPod,
     nodes: Iterable[NodeCandidate],
@@ -63,22 +78,39 @@ def evaluate(
     ``weights`` (used with a name) are the per-resource weights. A prepared pod keeps the
     sidecar mode it was prepared with; ``kubelet_accurate_sidecars`` applies to a plain Pod.
     """
-    if isinstance(strategy, str):
-        strategy = ScoringStrategy(strategy, dict(weights) if weights is not None else dict(DEFAULT_WEIGHTS))
-    elif weights is not None:
-        strategy = ScoringStrategy(strategy.type, dict(weights))
-    prep = (
-        pod
-        if isinstance(pod, PreparedPod)
-        else prepare_pod(pod, kubelet_accurate_sidecars=kubelet_accurate_sidecars)
-    )
-    scorer = Scorer(prep, strategy)
+    prep = _prepared(pod, kubelet_accurate_sidecars)
+    scorer = Scorer(prep, _strategy(strategy, weights))
     decisions = []
     for node in nodes:
         verdict = filter_node(prep, node.view, node.allocatable, fresh=node.fresh)
         score = scorer(node.view, fresh=node.fresh) if verdict.fits else None
         decisions.append(Decision(node.name, verdict.fits, verdict.reason, score))
     return decisions
+
+
+def evaluate_through_cache(
+    pod: Pod | PreparedPod,
+    nodes: Iterable[str],
+    cache: NRTCache,
+    strategy: ScoringStrategy | str = DEFAULT_STRATEGY,
+    weights: Mapping[str, int] | None = None,
+    *,
+    allocatable: Mapping[str, Collection[str]] | None = None,
+    kubelet_accurate_sidecars: bool = False,
+) -> list[Decision]:
+    """:func:`evaluate` for a scheduler that keeps a reserve cache (:mod:`rte.consumer.caches`).
+
+    Views come from ``cache``, and the cache is told what Filter found, exactly as the scheduler
+    extender does (:mod:`rte.consumer.cycle`): failures on trusted data mark the node for the
+    next resync, successes reset its failure streak, the load-aware score mode applies. After
+    picking a node, call ``cache.reserve(node, pod)``; ``cache.unreserve`` if binding fails.
+    ``allocatable`` maps node names to their ``status.allocatable`` names, where known.
+    """
+    prep = _prepared(pod, kubelet_accurate_sidecars)
+    names = list(nodes)
+    outcome = filter_nodes(prep, names, cache, allocatable)
+    scores = dict(score_nodes(prep, outcome.passed, cache, Scorer(prep, _strategy(strategy, weights))))
+    return [Decision(name, name in scores, outcome.reasons[name], scores.get(name)) for name in names]
 
 
 def node_allocatable(node: Mapping[str, Any], source: str = "node") -> dict[str, Amount]:

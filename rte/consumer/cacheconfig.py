@@ -73,8 +73,8 @@ DEFAULT_PROFILE = "topo-aware-scheduler"
 class LoadAwareConfig:
     """Seed 003's utilisation idea applied per NUMA zone; off by default.
 
-    ``thresholds`` maps a zone attribute holding an integer percent to the percent at which a
-    zone counts as busy (the agent publishes the attribute only while the zone is outside its
+    ``thresholds`` maps a zone attribute holding an integer percent to the percent above which
+    a zone counts as busy (the agent publishes the attribute only while the zone is outside its
     normal band, so an absent attribute means "not busy").
     """
 

@@ -64,6 +64,10 @@ class PassthroughCache:
     def generation(self) -> int:
         return self._store.generation
 
+    @property
+    def config(self) -> CacheConfig:
+        return self._config
+
     def get(self, node: str, pod: Pod | None = None) -> Lookup:
         forced = stale_verdict(self._store, self._config, node, self._clock())
         if forced is not None:

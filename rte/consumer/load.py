@@ -1,8 +1,9 @@
 """Load-aware zone selection (seed 003's utilisation thresholds, applied per NUMA zone).
 
 The agent may publish integer-percent load attributes on zones (``cpuUtilizationPercent``,
-``memoryPressurePercent``) while a zone is outside its normal band. A zone at or above a
-configured threshold is *busy*. Two ways to use that, both off by default:
+``memoryPressurePercent``) while a zone is outside its normal band. A zone above a configured
+threshold is *busy*; at the threshold it is not (a threshold of 80 allows 80 %). Two ways to
+use that, both off by default:
 
 * filter mode: busy zones are removed from the view, so the NUMA filter and the scores only
   consider the others (a node whose zones are all busy fits nothing);
@@ -38,13 +39,13 @@ def zone_load(zone: Zone, attribute: str) -> int | None:
 def is_busy(zone: Zone, thresholds: Mapping[str, int]) -> bool:
     for attribute, threshold in thresholds.items():
         load = zone_load(zone, attribute)
-        if load is not None and load >= threshold:
+        if load is not None and load > threshold:
             return True
     return False
 
 
 def busy_zones(topology: NodeTopology, thresholds: Mapping[str, int]) -> frozenset[str]:
-    """Names of the zones at or above any threshold."""
+    """Names of the zones above any threshold."""
     return frozenset(z.name for z in topology.zones if is_busy(z, thresholds))
 
 

@@ -88,6 +88,7 @@ class ExtenderApp:
             settings.strategy,
             profiles=settings.cache.config.profiles,
             informer_mode=settings.cache.config.informer_mode,
+            kubelet_accurate_sidecars=settings.kubelet_accurate_sidecars,
         )
         self._api_client = api_client
         self.feeds: Any = None

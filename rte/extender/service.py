@@ -15,7 +15,12 @@ watch event (milliseconds) is not covered; the reference plugin has no such wind
 
 Every pod event also goes to the cache's foreign-pod detection (reference §5.3), and a failed
 filter on a node with usable data marks it "maybe over-reserved", so the periodic resync
-checks its fingerprint.
+checks its fingerprint (:mod:`rte.consumer.cycle`, shared with library users).
+
+**Node allocatable.** Only a request carrying whole Node objects (``nodeCacheCapable: false``)
+lets Filter check that a requested resource is in the node's allocatable; with node names only
+the check passes, and kube-scheduler's NodeResourcesFit, which runs before any extender, has
+already rejected such nodes.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 from rte.consumer.cachebase import NRTCache, ResyncReport
 from rte.consumer.cacheconfig import InformerMode
-from rte.consumer.filter import filter_node
+from rte.consumer.cycle import filter_nodes, score_nodes
 from rte.consumer.podset import is_in_flight
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
@@ -113,41 +118,19 @@ class ExtenderService:
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
         prep = self._prepare(args)
-        allocatable = {node_name(n): _allocatable_names(n) for n in args.nodes} if args.nodes else {}
-        cache = self.cache
-        passed: list[str] = []
-        failed: dict[str, str] = {}
-        for name in args.candidate_names():
-            lookup = cache.get(name, prep.pod)
-            verdict = filter_node(prep, lookup.view, allocatable.get(name), fresh=lookup.fresh)
-            if verdict.fits:
-                passed.append(name)
-                cache.note_filter_success(name)
-                continue
-            reason = verdict.reason
-            if not lookup.fresh:
-                detail = cache.unfresh_reason(name)
-                reason = f"{reason}: {detail}" if detail else reason
-            elif lookup.view is not None:
-                # Maybe only our pessimistic reservations rejected it: have the resync check it.
-                cache.mark_maybe_over_reserved(name)
-            failed[name] = reason
+        allocatable = {node_name(n): _allocatable_names(n) for n in args.nodes} if args.nodes else None
+        outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1
-        return filter_result(args, passed, failed)
+        return filter_result(args, outcome.passed, outcome.failed)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """A ``HostPriorityList`` for ``args``: our 0..100 scores scaled to 0..10."""
         prep = self._prepare(args)
-        cache = self.cache
-        score = Scorer(prep, self.strategy)
-        out = []
-        for name in args.candidate_names():
-            lookup = cache.get(name, prep.pod)
-            out.append(host_priority(name, score(lookup.view, fresh=lookup.fresh)))
+        scores = score_nodes(prep, args.candidate_names(), self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
-        return out
+        return [host_priority(name, score) for name, score in scores]
 
     # --- pods ----------------------------------------------------------------------------
 

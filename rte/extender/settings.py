@@ -12,10 +12,27 @@
 | ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` | ``topo-aware-scheduler`` |
 
 The defaults are the reference's; the example deployment sets the values its README recommends
-(a 5 s period, ``OnlyExclusiveResources``). rte's own additions: ``--listen``, ``--kubeconfig``,
-``--heartbeat-namespace`` (where the agents renew their Leases; empty disables the Lease watch),
-``--heartbeat-max-age`` and ``--stale-action`` (the staleness rule, off by default), and
-``--nrt-file`` (serve NRTs from files, with no cluster: for trying it out and for tests).
+(a 5 s period, ``OnlyExclusiveResources``). rte's own additions, each off or at the reference's
+behaviour by default (see :class:`~rte.consumer.cacheconfig.CacheConfig` for their meaning):
+
+| flag | ``CacheConfig`` field | default |
+|---|---|---|
+| ``--resync-scope All|OnlyResources`` | ``resync_scope`` | ``All`` |
+| ``--dirty-after-failures N`` | ``dirty_after_failures`` | 1 (the reference) |
+| ``--absent-pod-grace DURATION`` | ``absent_pod_grace`` | 30s |
+| ``--no-follow-clean-nodes`` | ``follow_clean_nodes`` | follow |
+| ``--heartbeat-max-age DURATION`` | ``heartbeat_max_age`` | 0: off |
+| ``--stale-action ignore|treat-as-no-nrt|unschedulable`` | ``stale_action`` | ``ignore`` |
+| ``--stale-if-no-heartbeat`` | ``stale_if_no_heartbeat`` | off |
+| ``--startup-grace DURATION`` | ``startup_grace`` | 0: off |
+| ``--load-mode off|filter|score`` | ``load.mode`` | ``off`` |
+| ``--load-threshold ATTR=PERCENT`` (repeatable) | ``load.thresholds`` | cpuUtilizationPercent=80 |
+| ``--load-score-factor F`` | ``load.score_factor`` | 0.5 |
+
+and ``--kubelet-accurate-sidecars`` (account sidecars as the kubelet does, see
+:mod:`rte.consumer.filter`), ``--listen``, ``--kubeconfig``, ``--heartbeat-namespace`` (where
+the agents renew their Leases; empty disables the Lease watch) and ``--nrt-file`` (serve NRTs
+from files, with no cluster: for trying it out and for tests).
 
 ``--discard-reserved`` is accepted for parity, but an extender is told of a placement only once
 the pod is bound, which is when DiscardReserved stops blocking the node: behind an extender it
@@ -37,7 +54,10 @@ from rte.consumer.cacheconfig import (
     CacheSettings,
     ForeignPodsDetect,
     InformerMode,
+    LoadAwareConfig,
+    LoadMode,
     ResyncMethod,
+    ResyncScope,
     StaleAction,
     cache_settings_from_plugin_args,
     parse_enum,
@@ -60,6 +80,7 @@ class ExtenderSettings:
     kubeconfig: str | None = None
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
     nrt_files: tuple[Path, ...] = ()
+    kubelet_accurate_sidecars: bool = False
 
 
 def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
@@ -87,6 +108,42 @@ def _seconds(text: str | None, source: str) -> float:
         raise ConfigError(source, f"expected a duration or a number of seconds, got {text!r}") from None
 
 
+def _integer(value: int | str, source: str, *, minimum: int) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(source, f"expected an integer, got {value!r}") from None
+    if number < minimum:
+        raise ConfigError(source, f"must be at least {minimum}, got {number}")
+    return number
+
+
+def _load(mode: str, thresholds: Sequence[str], score_factor: float | str) -> LoadAwareConfig:
+    """The load-aware option: ``--load-threshold ATTR=PERCENT`` replaces the default thresholds."""
+    parsed: dict[str, int] = {}
+    for item in thresholds:
+        attribute, sep, percent = item.partition("=")
+        try:
+            value = int(percent.strip()) if sep and attribute.strip() else None
+        except ValueError:
+            value = None
+        if value is None or not 0 <= value <= 100:
+            raise ConfigError("--load-threshold", f"expected ATTRIBUTE=PERCENT (0..100), got {item!r}")
+        parsed[attribute.strip()] = value
+    try:
+        factor = float(str(score_factor).strip())
+    except ValueError:
+        raise ConfigError("--load-score-factor", f"expected a number, got {score_factor!r}") from None
+    if not 0 <= factor <= 1:
+        raise ConfigError("--load-score-factor", f"must be within 0..1, got {factor:g}")
+    default = LoadAwareConfig()
+    return LoadAwareConfig(
+        mode=parse_enum(LoadMode, mode, "--load-mode"),
+        thresholds=parsed or default.thresholds,
+        score_factor=factor,
+    )
+
+
 def extender_settings(
     *,
     strategy: str | None = None,
@@ -103,6 +160,16 @@ def extender_settings(
     heartbeat_max_age: str | None = None,
     stale_action: str = "ignore",
     nrt_files: Sequence[str] = (),
+    resync_scope: str = "All",
+    dirty_after_failures: int | str = 1,
+    absent_pod_grace: str | None = "30s",
+    follow_clean_nodes: bool = True,
+    stale_if_no_heartbeat: bool = False,
+    startup_grace: str | None = None,
+    load_mode: str = "off",
+    load_thresholds: Sequence[str] = (),
+    load_score_factor: float | str = 0.5,
+    kubelet_accurate_sidecars: bool = False,
 ) -> ExtenderSettings:
     """Validate the raw flag values into :class:`ExtenderSettings`."""
     scoring = scoring_strategy(strategy, weights)
@@ -119,6 +186,13 @@ def extender_settings(
         informer_mode=parse_enum(InformerMode, informer_mode, "--informer-mode"),
         heartbeat_max_age=max_age or None,
         stale_action=parse_enum(StaleAction, stale_action, "--stale-action"),
+        resync_scope=parse_enum(ResyncScope, resync_scope, "--resync-scope"),
+        dirty_after_failures=_integer(dirty_after_failures, "--dirty-after-failures", minimum=1),
+        absent_pod_grace=_seconds(absent_pod_grace, "--absent-pod-grace"),
+        follow_clean_nodes=bool(follow_clean_nodes),
+        stale_if_no_heartbeat=bool(stale_if_no_heartbeat),
+        startup_grace=_seconds(startup_grace, "--startup-grace"),
+        load=_load(load_mode, load_thresholds, load_score_factor),
     )
     host, port = parse_listen(listen)
     return ExtenderSettings(
@@ -129,4 +203,5 @@ def extender_settings(
         kubeconfig=kubeconfig or None,
         heartbeat_namespace=heartbeat_namespace.strip(),
         nrt_files=tuple(Path(p) for p in nrt_files),
+        kubelet_accurate_sidecars=bool(kubelet_accurate_sidecars),
     )

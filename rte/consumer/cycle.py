@@ -1,0 +1,96 @@
+"""One scheduling cycle through an NRT cache: Filter and Score many nodes for one pod.
+
+:mod:`rte.consumer.filter` and :mod:`rte.consumer.score` decide on a view. Around them, the
+reference plugin keeps the reserve cache informed, and every front end (the scheduler
+extender, a Python scheduler using the library) must do it the same way:
+
+* each node's view comes from the cache (``cache.get``), which may distrust it (not fresh);
+* a node that fails Filter on data the cache trusts is marked "maybe over-reserved": perhaps
+  only our own pessimistic reservations rejected it, so the next resync checks its fingerprint
+  (after ``dirty_after_failures`` failures in a row); a node that passes resets that streak;
+* a node the cache distrusts fails with the reference's reason plus the cache's explanation;
+* in the load-aware score mode (``CacheConfig.load``), a node's score is scaled down when the
+  zone the kubelet would pick is busy (:func:`rte.consumer.load.weighted_score`); the filter
+  mode needs nothing here, the cache already serves views without the busy zones.
+
+The simulator keeps its own memoised copy of this bookkeeping (it re-evaluates only the nodes
+that changed); everything else calls these functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from rte.consumer.cachebase import NRTCache
+from rte.consumer.cacheconfig import LoadMode
+from rte.consumer.filter import filter_node
+from rte.consumer.load import weighted_score
+from rte.consumer.requests import PreparedPod
+from rte.consumer.score import Scorer
+
+
+@dataclass(frozen=True)
+class FilterOutcome:
+    """Which nodes passed (in the order asked), why not for the others, and every node's reason."""
+
+    passed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    """The filter's reason for every node, passed ones included ("fits NUMA zone 1")."""
+
+
+def filter_nodes(
+    prep: PreparedPod,
+    nodes: Iterable[str],
+    cache: NRTCache,
+    allocatable: Mapping[str, Collection[str]] | None = None,
+) -> FilterOutcome:
+    """Filter ``prep`` on ``nodes`` through ``cache``, keeping the cache's failure marks current.
+
+    ``allocatable`` maps a node name to the names in its ``status.allocatable``; a node missing
+    from it (or None) skips the node-allocatable check, as when the Node object is unknown.
+    """
+    outcome = FilterOutcome()
+    pod = prep.pod
+    for name in nodes:
+        lookup = cache.get(name, pod)
+        verdict = filter_node(
+            prep, lookup.view, allocatable.get(name) if allocatable else None, fresh=lookup.fresh
+        )
+        if verdict.fits:
+            outcome.passed.append(name)
+            outcome.reasons[name] = verdict.reason
+            cache.note_filter_success(name)
+            continue
+        reason = verdict.reason
+        if not lookup.fresh:
+            detail = cache.unfresh_reason(name)
+            reason = f"{reason}: {detail}" if detail else reason
+        elif lookup.view is not None:
+            cache.mark_maybe_over_reserved(name)
+        outcome.failed[name] = outcome.reasons[name] = reason
+    return outcome
+
+
+def score_nodes(
+    prep: PreparedPod, nodes: Iterable[str], cache: NRTCache, scorer: Scorer
+) -> list[tuple[str, int]]:
+    """``(node, score 0..100)`` of ``prep`` on each of ``nodes`` through ``cache``, in the order asked.
+
+    ``scorer`` must have been built for ``prep``. Nodes are assumed to have passed Filter, as
+    the scheduler only scores those.
+    """
+    load = cache.config.load
+    scaled = load.mode is LoadMode.SCORE
+    pod = prep.pod
+    scores: list[tuple[str, int]] = []
+    for name in nodes:
+        lookup = cache.get(name, pod)
+        score = scorer(lookup.view, fresh=lookup.fresh)
+        if scaled and score and lookup.view is not None:
+            # The zone the kubelet would pick decides whether the pod lands on a busy zone.
+            numa_id = filter_node(prep, lookup.view, fresh=lookup.fresh).numa_id
+            score = weighted_score(score, lookup.view, load, numa_id)
+        scores.append((name, score))
+    return scores
