@@ -256,6 +256,31 @@ def test_a_config_change_flushes_without_a_check_but_keeps_in_flight_reservation
     assert cache.state_dump()["nodes"]["n1"]["dirty"] is True, "nothing was verified"
 
 
+def test_a_config_change_flushes_a_node_that_only_holds_reservations() -> None:
+    # Not dirty, not foreign: the node never failed the filter, it just has reservations (so it
+    # does not follow new NRTs). A policy change must still reach the filter at the next resync.
+    store, cache, _ = setup(nrt(cpus=(8, 8)))
+    starting = pod("starting", phase="Pending", cpu=2)
+    cache.reserve("n1", starting)
+    store.apply(MODIFIED, nrt(cpus=(8, 8), policy="restricted", fingerprint="pfp0v001" + "0" * 16))
+    assert cache.get("n1").view.tm.policy == "single-numa-node"  # type: ignore[union-attr]
+    report = cache.resync([starting])
+    assert report.config_flushed == ("n1",) and report.flushed == ()
+    lookup = cache.get("n1")
+    assert lookup.view is not None and lookup.view.tm.policy == "restricted"
+    assert cpus_of(lookup) == (6, 6), "the in-flight reservation survives the flush"
+
+
+def test_a_reservation_is_pessimistic_whatever_the_pod_s_qos_class() -> None:
+    # A Burstable pod's cpu runs in the shared pool, but the scheduler does not know the kubelet's
+    # choice either way: its requests are taken from every zone, like a Guaranteed pod's.
+    _, cache, _ = setup(nrt(cpus=(8, 8)))
+    cache.reserve("n1", pod("burstable", phase="Pending", cpu=3, guaranteed=False))
+    assert cpus_of(cache.get("n1")) == (5, 5)
+    view = cache.get("n1").view
+    assert view is not None and view.available["memory"] == (63 * GIB, 63 * GIB)
+
+
 def test_resync_scope_only_resources_ignores_config_changes() -> None:
     store, cache, _ = setup(nrt(), resync_scope=ResyncScope.ONLY_RESOURCES)
     cache.reserve("n1", pod("p1", phase="Pending"))

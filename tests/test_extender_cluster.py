@@ -218,3 +218,18 @@ def test_readyz_says_why_while_the_nrt_list_keeps_failing(
         fake_apiserver.install_crd()
         wait_for(lambda: c.get("/readyz")[0] == 200, timeout=10)
         c.close()
+
+
+def test_decisions_read_the_watch_fed_store_and_send_nothing_to_the_apiserver(
+    app: ExtenderApp, objects: Any, http: Client, fake_apiserver: FakeApiServer
+) -> None:
+    # The reference's default (Passthrough) GETs the node's NRT on every Filter; ours never does.
+    publish(objects, nrt("busy", [{"cpu": 8, "memory": 16 * GI}], pods=[]))
+    wait_for(lambda: node_state(http, "busy").get("hasNRT"))
+    fake_apiserver.clear_requests()
+    for i in range(25):
+        names = {"Pod": pod(f"p{i}", APP), "NodeNames": ["busy", "solo"]}
+        assert http.post("filter", names)[0] == 200
+        assert http.post("prioritize", names)[0] == 200
+    reads = [r for r in fake_apiserver.requests if r.verb in ("get", "list")]
+    assert reads == []
