@@ -39,7 +39,6 @@ from typing import NamedTuple
 
 from rte.consumer.numaview import MAX_NUMA_ID, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import KIND_SIDECAR, Item, PreparedPod, Request, as_prepared
-from rte.consumer.tmconfig import POLICY_SINGLE_NUMA_NODE, SCOPE_POD
 from rte.model.pod import Pod
 from rte.model.quantity import Amount, quantity_text
 
@@ -276,8 +275,8 @@ def filter_node(
     if view is None:
         return _NO_NRT
     tm = view.tm
-    if tm.policy != POLICY_SINGLE_NUMA_NODE:
+    if not tm.single_numa_node:
         return FilterResult(FilterCode.SUCCESS, f"topology manager policy {tm.policy}: not filtered")
-    if tm.scope == SCOPE_POD:
+    if tm.pod_scope:
         return _pod_scope(prep, view, node_allocatable)
     return _container_scope(prep, view, node_allocatable)

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from rte.consumer.least_numa import least_numa_score
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
-from rte.consumer.tmconfig import POLICY_SINGLE_NUMA_NODE, SCOPE_POD
 from rte.errors import ConfigError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
@@ -275,9 +274,9 @@ class Scorer:
         if self._least_numa:
             return _clamp(least_numa_score(self._prep, view))
         tm = view.tm
-        if tm.policy != POLICY_SINGLE_NUMA_NODE:
+        if not tm.single_numa_node:
             return MIN_SCORE
-        if tm.scope == SCOPE_POD:
+        if tm.pod_scope:
             if self._pod is None:
                 return MAX_SCORE
             req, weighted = self._pod

@@ -15,7 +15,7 @@ Values are matched exactly: ``Pod`` or ``SingleNUMANode`` are not values and are
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rte.model.attributes import (
     TOPOLOGY_MANAGER_MAX_NUMA_NODES,
@@ -57,14 +57,13 @@ class TopologyManagerConfig:
     policy: str = POLICY_NONE
     scope: str = SCOPE_CONTAINER
     max_numa_nodes: int = DEFAULT_MAX_NUMA_NODES
+    # Derived flags, fields rather than properties: Filter and Score read them once per node.
+    single_numa_node: bool = field(init=False, repr=False, compare=False)
+    pod_scope: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def single_numa_node(self) -> bool:
-        return self.policy == POLICY_SINGLE_NUMA_NODE
-
-    @property
-    def pod_scope(self) -> bool:
-        return self.scope == SCOPE_POD
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "single_numa_node", self.policy == POLICY_SINGLE_NUMA_NODE)
+        object.__setattr__(self, "pod_scope", self.scope == SCOPE_POD)
 
 
 def _go_atoi(text: str) -> int | None:
