@@ -2,10 +2,13 @@
 
 PyYAML's own messages span several lines (a context, a problem, a caret drawing); an rte error
 must fit on one line and name the file, so every loader that reads user files goes through here.
+:func:`read_objects` also flattens the shapes kubectl writes: one object, several documents, or
+a ``...List`` with ``items``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,3 +39,22 @@ def read_documents(path: Path) -> list[Any]:
         return [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as e:
         raise InputError(str(path), yaml_problem(e)) from e
+
+
+def read_objects(path: Path) -> Iterator[tuple[str, Any]]:
+    """``(where, object)`` for every object in ``path``, the items of ``...List`` objects included.
+
+    ``where`` names the file, the document when there are several, and the list item, for errors
+    (``nrts.yaml[document 1]: items[0]``). Objects are yielded as decoded, unchecked.
+    """
+    documents = read_documents(path)
+    for index, doc in enumerate(documents):
+        where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
+        if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List"):
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise InputError(f"{where}: items", "expected a list")
+            for item_index, item in enumerate(items):
+                yield f"{where}: items[{item_index}]", item
+        else:
+            yield where, doc

@@ -221,3 +221,15 @@ def test_a_yaml_syntax_error_is_one_line_naming_the_file_and_line(tmp_path: Path
     assert code == 2
     assert err.count("\n") == 1
     assert err.startswith(f"rte: error: {broken}: invalid YAML at line 3, column 1: ")
+
+
+def test_an_error_inside_a_list_names_the_document_and_the_item(tmp_path: Path) -> None:
+    listed = _write(
+        tmp_path / "list.yaml",
+        "kind: NodeResourceTopology\nmetadata: {name: first}\n---\n"
+        "kind: NodeResourceTopologyList\nitems:\n  - kind: NodeResourceTopology\n    metadata: {name: a}\n"
+        "  - just text\n",
+    )
+    code, _, err = run("--pod", POD, listed)
+    assert code == 2
+    assert err == f"rte: error: {listed}[document 1]: items[1]: expected an NRT object, got str\n"

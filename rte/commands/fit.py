@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from rte.commands.scoring import scoring_strategy
 from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
@@ -27,29 +27,14 @@ from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
-from rte.yamlfile import read_documents
+from rte.yamlfile import read_objects
 
 OUTPUTS = ("table", "json")
 
 
-def _documents(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, object)`` for every object in ``path``, ``...List`` items included."""
-    documents = read_documents(path)
-    for index, doc in enumerate(documents):
-        where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
-        if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List"):
-            items = doc.get("items")
-            if not isinstance(items, list):
-                raise InputError(f"{where}: items", "expected a list")
-            for item_index, item in enumerate(items):
-                yield f"{where}: items[{item_index}]", item
-        else:
-            yield where, doc
-
-
 def load_pod(path: Path) -> Pod:
     """The one Pod in ``path``; errors name the file and the field."""
-    pods = [pod_from_manifest(obj, source=where) for where, obj in _documents(path)]
+    pods = [pod_from_manifest(obj, source=where) for where, obj in read_objects(path)]
     if len(pods) != 1:
         raise InputError(str(path), f"expected one Pod, found {len(pods)}")
     return pods[0]
@@ -59,7 +44,7 @@ def load_node_allocatable(paths: Sequence[Path]) -> dict[str, dict[str, Amount]]
     """Node name -> parsed ``status.allocatable`` for every Node object in ``paths``."""
     out: dict[str, dict[str, Amount]] = {}
     for path in paths:
-        for where, obj in _documents(path):
+        for where, obj in read_objects(path):
             allocatable = node_allocatable(obj, source=where)  # checks it is a Node mapping
             metadata = obj.get("metadata")
             name = metadata.get("name") if isinstance(metadata, Mapping) else None

@@ -24,7 +24,7 @@ from typing import Any
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
-from rte.yamlfile import read_documents
+from rte.yamlfile import read_objects
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -215,22 +215,12 @@ def heartbeat_from_lease(obj: Mapping[str, Any], source: str = "lease") -> tuple
 
 def topologies_from_file(path: Path) -> list[NodeTopology]:
     """Every NRT in a JSON or YAML file: one object, a ``...List`` with ``items``, or many documents."""
-    documents = read_documents(path)
     out: list[NodeTopology] = []
-    for index, doc in enumerate(documents):
-        if doc is None:
-            continue
-        where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
-        if not isinstance(doc, Mapping):
-            raise InputError(where, f"expected an NRT object, got {type(doc).__name__}")
-        items = doc.get("items") if str(doc.get("kind", "")).endswith("List") else [doc]
-        if not isinstance(items, list):
-            raise InputError(f"{where}: items", "expected a list")
-        for item_index, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise InputError(f"{where}: items[{item_index}]", "expected an NRT object")
-            try:
-                out.append(from_nrt(item))
-            except InputError as e:
-                raise InputError(f"{where}: {e.source}", e.detail) from e
+    for where, obj in read_objects(path):
+        if not isinstance(obj, Mapping):
+            raise InputError(where, f"expected an NRT object, got {type(obj).__name__}")
+        try:
+            out.append(from_nrt(obj))
+        except InputError as e:
+            raise InputError(f"{where}: {e.source}", e.detail) from e
     return out
