@@ -20,8 +20,8 @@ from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import DEFAULT_STRATEGY, DEFAULT_WEIGHTS, Scorer, ScoringStrategy
 from rte.errors import InputError
-from rte.model.pod import Pod
-from rte.model.quantity import Amount, parse_quantity
+from rte.model.pod import Pod, resource_quantities
+from rte.model.quantity import Amount
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +122,4 @@ def node_allocatable(node: Mapping[str, Any], source: str = "node") -> dict[str,
         raise InputError(f"{source}: kind", f"expected Node, got {kind!r}")
     status = node.get("status") or {}
     allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    if allocatable is None:
-        return {}
-    if not isinstance(allocatable, Mapping):
-        raise InputError(f"{source}: status.allocatable", f"expected a map, got {allocatable!r}")
-    out: dict[str, Amount] = {}
-    for name, raw in allocatable.items():
-        try:
-            out[str(name)] = parse_quantity(raw)
-        except ValueError as e:
-            raise InputError(f"{source}: status.allocatable.{name}", str(e)) from e
-    return out
+    return resource_quantities(allocatable, f"{source}: status.allocatable")

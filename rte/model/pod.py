@@ -171,7 +171,8 @@ def kubelet_pod_request(pod: Pod) -> dict[str, Amount]:
 # --- reading manifests -------------------------------------------------------------------------
 
 
-def _quantities(value: Any, where: str) -> dict[str, Amount]:
+def resource_quantities(value: Any, where: str) -> dict[str, Amount]:
+    """A map of resource name -> quantity (requests, limits, overhead, allocatable); None is empty."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -191,8 +192,8 @@ def _container(value: Any, where: str) -> Container:
     resources = value.get("resources") or {}
     if not isinstance(resources, Mapping):
         raise InputError(f"{where}.resources", f"expected an object, got {resources!r}")
-    limits = _quantities(resources.get("limits"), f"{where}.resources.limits")
-    requests = _quantities(resources.get("requests"), f"{where}.resources.requests")
+    limits = resource_quantities(resources.get("limits"), f"{where}.resources.limits")
+    requests = resource_quantities(resources.get("requests"), f"{where}.resources.requests")
     # API defaulting: a resource with a limit and no request requests its limit.
     for res, qty in limits.items():
         requests.setdefault(res, qty)
@@ -237,6 +238,6 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         containers=_containers(spec.get("containers"), f"{source}: spec.containers"),
         init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
-        overhead=_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
+        overhead=resource_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
         status_qos_class=str(status.get("qosClass") or ""),
     )
