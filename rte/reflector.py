@@ -226,18 +226,25 @@ class Reflector:
         )
         with self._lock:
             self._response = response
+        ended = False
         try:
             if self._stop.is_set():
-                return
+                return  # stop() ran before the response was published: it could not unblock us
             for event in _events(response):
                 self._handle(event)
                 if self._stop.is_set():
                     return
+            ended = True
         finally:
             with self._lock:
                 self._response = None
             with contextlib.suppress(Exception):
-                response.release_conn()
+                if ended:
+                    response.release_conn()  # the server ended the stream: the connection is clean
+                else:
+                    # Left mid-stream (stop, a bad event): the server still holds the watch open
+                    # and the socket has unread data, so close it instead of pooling it.
+                    response.close()
 
     def _handle(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
