@@ -1,6 +1,6 @@
 """A podresources backend reading a scenario directory instead of the kubelet socket.
 
-Layout (the one of the fixtures and of hack/fake_kubelet.py): ``list``,
+Layout (the one of the fixtures and of rte.testing.fake_kubelet): ``list``,
 ``get_allocatable_resources`` and optionally ``get``, each as ``<stem>.pb`` (protobuf wire bytes),
 ``<stem>.protojson.json``, ``<stem>.gojson.json`` or ``<stem>.json`` (either JSON style). Files are
 re-read on every call, so edits show up on the next cycle, as with a live kubelet.

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """A fake kubelet podresources endpoint: a real gRPC server on a unix socket.
 
 It serves ``v1.PodResourcesLister`` (List, GetAllocatableResources, Get) from a scenario directory
 in the fixture layout (``list.*``, ``get_allocatable_resources.*``; see rte/podres/files.py), so
 the agent can be tried on a laptop and tested across a real protocol boundary.
 
-Run it:  python hack/fake_kubelet.py --socket /tmp/kubelet.sock --scenario tests/fixtures/podres/X
+Run it:  python -m rte.testing.fake_kubelet --socket /tmp/kubelet.sock --scenario tests/fixtures/podres/X
 
-In tests (``hack`` is on pytest's pythonpath)::
+In tests::
 
     with FakeKubelet(scenario=path) as kubelet:      # socket in a fresh short temp dir
         client = PodResourcesClient(kubelet.endpoint)
@@ -310,7 +309,10 @@ def _check(method: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve a podresources scenario on a unix socket.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rte.testing.fake_kubelet",
+        description="Serve a podresources scenario on a unix socket.",
+    )
     parser.add_argument("--socket", required=True, help="unix socket path to listen on")
     parser.add_argument(
         "--scenario", required=True, help="directory with list.* and get_allocatable_resources.*"

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""Write a minimal sysfs tree that matches a synthetic podresources scenario (hack/scenarios.py).
+"""Write a minimal sysfs tree that matches a synthetic podresources scenario (rte.testing.scenarios).
 
 Only what the agent reads: ``devices/system/node`` (online and the other id sets; per node
 ``cpulist``, ``meminfo``, ``distance`` and the 1Gi hugepage pool) and ``devices/system/cpu``
@@ -7,7 +6,7 @@ Only what the agent reads: ``devices/system/node`` (online and the other id sets
 ``MemTotal`` is its allocatable memory plus its hugepage pool plus a little the kubelet reserves,
 so the agent's accounting sees a consistent machine.
 
-    python hack/fake_sysfs.py OUT_DIR [--large]     # OUT_DIR/sys is the sysfs root
+    python -m rte.testing.fake_sysfs OUT_DIR        # OUT_DIR/sys is the sysfs root
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from rte.model.cpuset import format_cpuset
-from scenarios import GiB, Scenario, large_node
+from rte.testing.scenarios import GiB, Scenario, large_node
 
 RESERVED_PER_ZONE = GiB // 2
 
@@ -64,7 +63,10 @@ def write_sysfs(root: str | Path, scenario: Scenario) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write a sysfs tree matching a synthetic scenario.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rte.testing.fake_sysfs",
+        description="Write a sysfs tree matching a synthetic scenario.",
+    )
     parser.add_argument("out", type=Path, help="directory to create; OUT/sys is the sysfs root")
     args = parser.parse_args(argv)
     scenario = large_node()

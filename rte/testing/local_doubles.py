@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """The fake kubelet and the apiserver double in one process, for trying ``rte run`` by hand.
 
-    python hack/local_doubles.py --run-dir /tmp/rte-local --scenario tests/fixtures/podres/X
+    python -m rte.testing.local_doubles --run-dir /tmp/rte-local --scenario tests/fixtures/podres/X
 
 Lays out RUN_DIR:
 
 * ``scenario/list.protojson.json`` and ``get_allocatable_resources.protojson.json``: what the
   fake kubelet serves, converted to editable JSON. It reloads them within 0.2 s of a change,
-  so editing them (or ``python hack/local_pods.py add|remove``) is "the kubelet admitted or
+  so editing them (or ``python -m rte.testing.local_pods add|remove``) is "the kubelet admitted or
   removed a pod";
 * ``kubelet.sock``: the podresources socket; ``kubeconfig``: for the apiserver double, with
   the NRT CRD installed and the Node registered;
@@ -26,9 +25,9 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from fake_apiserver import FakeApiServer
-from fake_kubelet import FakeKubelet, read_response
 from rte.podres.v1 import api_pb2
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet, read_response
 
 STEMS = {
     "list": api_pb2.ListPodResourcesResponse,
@@ -92,7 +91,10 @@ def sync_api_pods(api: FakeApiServer, node: str, listed: list[Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the fake kubelet and the apiserver double together.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rte.testing.local_doubles",
+        description="Run the fake kubelet and the apiserver double together.",
+    )
     parser.add_argument("--run-dir", type=Path, required=True)
     parser.add_argument("--scenario", type=Path, required=True, help="podresources scenario directory")
     parser.add_argument("--node", default="worker-1", help="Node to register (default: %(default)s)")

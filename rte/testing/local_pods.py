@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """Change what the local fake kubelet serves, and look at the NRT the agent stored.
 
-Works on the RUN_DIR of ``hack/local_doubles.py`` (started by ``hack/run-local.sh``)::
+Works on the RUN_DIR of ``rte.testing.local_doubles`` (started by ``hack/run-local.sh``)::
 
-    python hack/local_pods.py --run-dir DIR add demo --cpus 6,8 --memory 1Gi --zone 0
-    python hack/local_pods.py --run-dir DIR remove demo
-    python hack/local_pods.py --run-dir DIR list       # pods the fake kubelet lists
-    python hack/local_pods.py --run-dir DIR show       # the stored NRT, one line per zone
-    python hack/local_pods.py --run-dir DIR watch      # a line each time the stored NRT changes
+    python -m rte.testing.local_pods --run-dir DIR add demo --cpus 6,8 --memory 1Gi --zone 0
+    python -m rte.testing.local_pods --run-dir DIR remove demo
+    python -m rte.testing.local_pods --run-dir DIR list       # pods the fake kubelet lists
+    python -m rte.testing.local_pods --run-dir DIR show       # the stored NRT, one line per zone
+    python -m rte.testing.local_pods --run-dir DIR watch      # a line each time the stored NRT changes
 
 ``add``/``remove`` rewrite ``DIR/scenario/list.protojson.json`` (atomically); the fake kubelet
 reloads it, and a running agent notices on its next List poll. ``RTE_LOCAL_RUN_DIR`` can replace
@@ -139,7 +138,10 @@ def watch(run_dir: Path, args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Drive the local fake kubelet and inspect the stored NRT.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rte.testing.local_pods",
+        description="Drive the local fake kubelet and inspect the stored NRT.",
+    )
     parser.add_argument("--run-dir", type=Path, default=os.environ.get("RTE_LOCAL_RUN_DIR"))
     commands = parser.add_subparsers(dest="command", required=True)
     p_add = commands.add_parser("add", help="the kubelet admits a pod")

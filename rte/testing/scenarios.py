@@ -10,7 +10,7 @@ shared-pool pods. Nothing is over-allocated. The same seed gives the same scenar
 ``get_allocatable_resources.pb``, optionally ``.protojson.json`` / ``.gojson.json``).
 
 The small builders (``pod``, ``container``, ``device``, ``memory``) make protobuf messages for
-tests, e.g. to feed :meth:`fake_kubelet.FakeKubelet.add_pod`.
+tests, e.g. to feed :meth:`rte.testing.fake_kubelet.FakeKubelet.add_pod`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """pytest fixtures for the apiserver double.
 
-Enable with ``pytest_plugins = ["apiserver_double.pytest_plugin"]`` in a test module or in
-``tests/conftest.py``.
+Enable with ``pytest_plugins = ["rte.testing.apiserver.pytest_plugin"]`` in the top-level
+``conftest.py`` (this repository's tests do so in ``tests/conftest.py``).
 """
 
 from __future__ import annotations

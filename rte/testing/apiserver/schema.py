@@ -18,8 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
+
+try:
+    import jsonschema
+except ModuleNotFoundError as e:  # a test extra, not a dependency of rte itself
+    raise ModuleNotFoundError(
+        "rte.testing.apiserver needs jsonschema to validate custom resources: pip install 'rte[test]'",
+        name=e.name,
+    ) from e
 
 # Keys of ObjectMeta a client may send; anything else under ``metadata`` is dropped like the
 # apiserver's typed decoding of ObjectMeta does.

@@ -25,8 +25,9 @@ from .status import ApiError
 from .storage import Obj, Storage, Watcher
 
 DEFAULT_TOKEN = "rte-fake-apiserver-token"
-# The repository's copy of the NRT CRD; the schema is never read from anywhere else.
-DEFAULT_CRD = Path(__file__).resolve().parents[2] / "deploy" / "crd-noderesourcetopologies.yaml"
+# The repository's copy of the NRT CRD (deploy/ of the source checkout rte/testing lives in); the
+# schema is never read from anywhere else. An installed rte has no deploy/: pass crd_path (--crd).
+DEFAULT_CRD = Path(__file__).resolve().parents[3] / "deploy" / "crd-noderesourcetopologies.yaml"
 _HELPER_AGENT = "fake-apiserver-test/0"
 
 
