@@ -17,8 +17,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .storage import Obj
+
 Path = tuple[str, ...]
-Obj = dict[str, Any]
 
 _TRACKED_META = ("labels", "annotations", "ownerReferences", "finalizers")
 

@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import discovery, status
 from .faults import RequestRecord
+from .request import Request, Response, WatchPlan, media_type
 from .resources import ResourceDef
-from .rest import Request, Response, WatchPlan, media_type
 from .status import ApiError
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
 """Kubernetes REST semantics over :class:`Storage`: get, list, create, update, patch, delete, watch.
 
-Each method takes a parsed :class:`Request` and returns a :class:`Response` or raises
-:class:`ApiError`. Nothing here knows about sockets; ``http.py`` does the wire.
+Each method takes a parsed :class:`~.request.Request` and returns a :class:`~.request.Response`
+or raises :class:`ApiError`. Nothing here knows about sockets; ``http.py`` does the wire, and
+``admission.py`` checks the bodies of writes.
 """
 
 from __future__ import annotations
@@ -12,109 +13,30 @@ import copy
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-import yaml
-
 from . import status
+from .admission import admit, check_type_meta, decode, prune
 from .fieldmanager import ApplyConflict, ManagedFields
 from .patch import PatchError, json_patch, merge_patch
+from .request import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    PATCH_TYPES_BUILTIN,
+    PATCH_TYPES_CUSTOM,
+    Request,
+    Response,
+    WatchPlan,
+    default_manager,
+    fmt_time,
+    now_time,
+    rv_param,
+)
 from .resources import ResourceDef
-from .schema import name_causes
 from .selectors import combined, field_selector, label_selector
 from .status import ApiError
-from .storage import Key, Obj, Storage, Watcher
-
-JSON = "application/json"
-YAML = "application/yaml"
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-
-# What PATCH accepts, as the apiserver lists it in a 415; custom resources lack strategic merge.
-PATCH_TYPES_CUSTOM = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
-PATCH_TYPES_BUILTIN = [JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH]
-
-
-@dataclass
-class Request:
-    method: str
-    resource: ResourceDef
-    version: str
-    namespace: str | None
-    name: str | None
-    query: dict[str, str] = field(default_factory=dict)
-    content_type: str = ""
-    body: bytes = b""
-    user_agent: str = ""
-
-    def flag(self, name: str) -> bool:
-        return self.query.get(name, "").lower() in ("true", "1")
-
-    @property
-    def dry_run(self) -> bool:
-        return self.query.get("dryRun") == "All"
-
-    @property
-    def key(self) -> Key:
-        return (self.namespace or "", self.name or "")
-
-
-@dataclass
-class Response:
-    code: int
-    body: Obj
-    changed: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass
-class WatchPlan:
-    watcher: Watcher
-    version: str
-    initial: list[tuple[str, Obj]]
-    bookmarks: bool
-    initial_events_end: bool
-    timeout: float | None
-    error: ApiError | None = None
-
-
-def now_time() -> datetime:
-    return datetime.now(UTC)
-
-
-def fmt_time(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def fmt_micro_time(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
-
-
-def default_manager(user_agent: str) -> str:
-    # The apiserver names an unnamed manager after the client's user agent, up to the first "/".
-    return user_agent.split("/", 1)[0] or "unknown"
-
-
-def _rv_param(value: str | None, what: str = "resourceVersion") -> int | None:
-    if value in (None, "", "0"):
-        return None
-    try:
-        parsed = int(value)
-    except ValueError:
-        raise status.bad_request(
-            f'{what}: Invalid value: "{value}": must be a non-negative integer'
-        ) from None
-    if parsed < 0:
-        raise status.bad_request(f'{what}: Invalid value: "{value}": must be a non-negative integer')
-    return parsed
+from .storage import Obj, Storage, Watcher
 
 
 class Rest:
@@ -159,7 +81,7 @@ class Rest:
 
     def list_items(self, req: Request) -> Response:
         res = req.resource
-        _rv_param(req.query.get("resourceVersion"))
+        rv_param(req.query.get("resourceVersion"))
         matches = self._selector(req)
         start: tuple[str, str] | None = None
         with self.storage.lock:
@@ -209,127 +131,6 @@ class Rest:
             )
         return rv, start
 
-    # -- body admission ------------------------------------------------------------------------
-
-    def _decode(self, req: Request, accepted: tuple[str, ...] = (JSON, YAML)) -> Any:
-        ctype = req.content_type or JSON
-        if ctype not in accepted:
-            raise status.unsupported_media_type(ctype, list(accepted))
-        try:
-            if ctype in (YAML, APPLY_PATCH):
-                return yaml.safe_load(req.body.decode() or "null")
-            return json.loads(req.body or b"null")
-        except (ValueError, yaml.YAMLError) as e:
-            raise status.bad_request(f"the body of the request could not be decoded: {e}") from None
-
-    def _check_type_meta(self, req: Request, obj: Any) -> Obj:
-        """apiVersion and kind must match the URL (custom resources must carry them)."""
-        res = req.resource
-        if not isinstance(obj, dict):
-            raise status.bad_request(f"the body of the request must be a {res.kind} object")
-        for field_name, label, want in (
-            ("apiVersion", "API version", res.api_version(req.version)),
-            ("kind", "kind", res.kind),
-        ):
-            got = obj.get(field_name)
-            if got in (None, ""):
-                if res.custom:
-                    raise status.bad_request(f"Object '{field_name}' is missing in the request body")
-            elif got != want:
-                raise status.bad_request(
-                    f"the {label} in the data ({got}) does not match the expected {label} ({want})"
-                )
-        meta = obj.get("metadata", {})
-        if not isinstance(meta, dict):
-            raise status.bad_request("metadata: must be an object")
-        return {**obj, "metadata": dict(meta)}
-
-    def _prune(self, req: Request, obj: Obj, warnings: list[str], mode: str) -> Obj:
-        """Drop undeclared fields; warn, ignore or refuse them per ``fieldValidation``."""
-        if not req.resource.custom:
-            return obj
-        pruned, dropped = req.resource.validators[req.version].prune(obj)
-        if dropped and mode == "Strict":
-            listed = ", ".join(f'unknown field "{d}"' for d in dropped)
-            raise status.bad_request(f"strict decoding error: {listed}")
-        if mode != "Ignore":
-            warnings.extend(f'unknown field "{d}"' for d in dropped)
-        return pruned
-
-    def _admit(self, req: Request, body: Any, warnings: list[str]) -> Obj:
-        """Type-check, default, prune and validate a body; the result is in storage form."""
-        res = req.resource
-        obj = self._check_type_meta(req, body)
-        obj = self._prune(req, obj, warnings, req.query.get("fieldValidation", "Warn"))
-        meta = obj["metadata"]
-        for map_name in ("labels", "annotations"):
-            value = meta.get(map_name)
-            if value is not None and not (
-                isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-            ):
-                raise status.bad_request(f"metadata.{map_name}: must be a map of string to string")
-        if res.namespaced:
-            ns = meta.get("namespace") or req.namespace
-            if ns != req.namespace:
-                raise status.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            meta["namespace"] = ns
-        else:
-            meta.pop("namespace", None)
-        if meta.get("name"):
-            causes = name_causes(meta["name"])
-        else:
-            causes = [
-                {
-                    "reason": "FieldValueRequired",
-                    "message": "Required value: name or generateName is required",
-                    "field": "metadata.name",
-                }
-            ]
-        if res.custom:
-            causes += res.validators[req.version].causes(obj)
-        causes += self._builtin_causes(res, obj)
-        if causes:
-            raise status.invalid(res.kind, res.group, meta.get("name", ""), causes)
-        self._normalise_times(res, obj)
-        obj["apiVersion"], obj["kind"] = res.storage_api_version, res.kind
-        return obj
-
-    @staticmethod
-    def _builtin_causes(res: ResourceDef, obj: Obj) -> list[dict[str, str]]:
-        if res.plural != "leases":
-            return []
-        duration = obj.get("spec", {}).get("leaseDurationSeconds")
-        if duration is not None and (not isinstance(duration, int) or duration <= 0):
-            return [
-                {
-                    "reason": "FieldValueInvalid",
-                    "message": f"Invalid value: {duration}: must be greater than 0",
-                    "field": "spec.leaseDurationSeconds",
-                }
-            ]
-        return []
-
-    @staticmethod
-    def _normalise_times(res: ResourceDef, obj: Obj) -> None:
-        for path in res.micro_time_fields:
-            node: Any = obj
-            for part in path[:-1]:
-                node = node.get(part) if isinstance(node, dict) else None
-            if not isinstance(node, dict) or node.get(path[-1]) is None:
-                continue
-            raw = node[path[-1]]
-            try:
-                parsed = datetime.fromisoformat(str(raw))
-            except ValueError:
-                raise status.bad_request(
-                    f'{".".join(path)}: parsing time "{raw}": not an RFC 3339 timestamp'
-                ) from None
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=UTC)
-            node[path[-1]] = fmt_micro_time(parsed.astimezone(UTC))
-
     def _manager(self, req: Request) -> str:
         return req.query.get("fieldManager") or default_manager(req.user_agent)
 
@@ -337,12 +138,12 @@ class Rest:
 
     def create(self, req: Request) -> Response:
         warnings: list[str] = []
-        body = self._decode(req)
+        body = decode(req)
         if isinstance(body, dict):
             meta = body.setdefault("metadata", {})
             if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
                 meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
-        obj = self._admit(req, body, warnings)
+        obj = admit(req, body, warnings)
         with self.storage.lock:
             return self._create(req, obj, warnings, managed=None)
 
@@ -376,7 +177,7 @@ class Rest:
 
     def update(self, req: Request) -> Response:
         warnings: list[str] = []
-        body = self._decode(req)
+        body = decode(req)
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
             body_name = body["metadata"].get("name")
             if body_name and body_name != req.name:
@@ -384,7 +185,7 @@ class Rest:
                     f"the name of the object ({body_name}) does not match the name on the URL ({req.name})"
                 )
             body["metadata"].setdefault("name", req.name)
-        obj = self._admit(req, body, warnings)
+        obj = admit(req, body, warnings)
         with self.storage.lock:
             current = self.storage.get(req.resource.plural, req.key)
             if current is None:
@@ -438,7 +239,7 @@ class Rest:
         accepted = PATCH_TYPES_CUSTOM if res.custom else PATCH_TYPES_BUILTIN
         if req.content_type not in accepted:
             raise status.unsupported_media_type(req.content_type, accepted)
-        patch = self._decode(req, accepted=tuple(accepted))
+        patch = decode(req, accepted=tuple(accepted))
         if req.content_type == APPLY_PATCH:
             return self._apply(req, patch)
         warnings: list[str] = []
@@ -457,7 +258,7 @@ class Rest:
             except PatchError as e:
                 raise ApiError(422, str(e), details={}) from None
             self._check_same_name(req, patched)
-            obj = self._admit(req, patched, warnings)
+            obj = admit(req, patched, warnings)
             return self._update(req, current, obj, warnings, managed=None)
 
     def _check_same_name(self, req: Request, obj: Any) -> None:
@@ -474,12 +275,12 @@ class Rest:
         manager = req.query.get("fieldManager")
         if not manager:
             raise status.bad_request("PATCH: fieldManager is required for apply requests")
-        config = self._check_type_meta(req, body)
+        config = check_type_meta(req, body)
         self._check_same_name(req, config)
         # An apply configuration may be partial, so only the merged result is validated; fields
         # the schema does not declare are an error here, as in the real field manager.
         dropped: list[str] = []
-        self._prune(req, config, dropped, "Warn")
+        prune(req, config, dropped, "Warn")
         if dropped:
             listed = ", ".join(d.removeprefix("unknown field ") for d in dropped)
             raise status.bad_request(
@@ -506,7 +307,7 @@ class Rest:
             if want_rv:
                 merged_meta["resourceVersion"] = want_rv
             warnings: list[str] = []
-            obj = self._admit(req, merged, warnings)
+            obj = admit(req, merged, warnings)
             if current is None:
                 return self._create(req, obj, warnings, managed=managed)
             return self._update(req, current, obj, warnings, managed=managed)
@@ -538,7 +339,7 @@ class Rest:
         res = req.resource
         options: Any = {}
         if req.body.strip():
-            options = self._decode(req)
+            options = decode(req)
         preconditions: Obj = {}
         if isinstance(options, dict) and isinstance(options.get("preconditions"), dict):
             preconditions = options["preconditions"]
@@ -573,7 +374,7 @@ class Rest:
 
     def watch(self, req: Request) -> WatchPlan:
         """Register a watch; the HTTP layer streams ``initial`` then the watcher's queue."""
-        since = _rv_param(req.query.get("resourceVersion"))
+        since = rv_param(req.query.get("resourceVersion"))
         matches = self._selector(req)
         timeout = req.query.get("timeoutSeconds")
         watcher = Watcher(req.resource.plural, req.namespace, matches)

@@ -7,7 +7,6 @@ import json
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -18,8 +17,10 @@ import yaml
 from . import status
 from .faults import Fault, Faults, RequestRecord
 from .http import ApiHTTPServer
+from .request import Request, fmt_time, now_time
+from .requestlog import RequestLog
 from .resources import BUILTIN, CRDS, NODES, PODS, ResourceDef, custom_resource
-from .rest import Request, Rest, fmt_time, now_time
+from .rest import Rest
 from .schema import load_crd
 from .status import ApiError
 from .storage import Obj, Storage, Watcher
@@ -31,7 +32,7 @@ DEFAULT_CRD = Path(__file__).resolve().parents[3] / "deploy" / "crd-noderesource
 _HELPER_AGENT = "fake-apiserver-test/0"
 
 
-class FakeApiServer:
+class FakeApiServer(RequestLog):
     """An in-memory kube-apiserver on 127.0.0.1 for tests and laptops.
 
     Use as a context manager (``with FakeApiServer() as api: ...``) or call :meth:`start` and
@@ -69,7 +70,7 @@ class FakeApiServer:
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
         self._watches: set[Watcher] = set()
-        self._log: list[RequestRecord] = []
+        RequestLog.__init__(self)
         if crd_installed:
             self.install_crd()
 
@@ -406,54 +407,6 @@ class FakeApiServer:
     def _untrack(self, conn: socket.socket) -> None:
         with self._lock:
             self._connections.discard(conn)
-
-    # -- request log ---------------------------------------------------------------------------
-
-    def _record(self, rec: RequestRecord) -> None:
-        with self._lock:
-            self._log.append(rec)
-
-    @property
-    def requests(self) -> list[RequestRecord]:
-        """Every request served so far (oldest first), including failed and injected ones."""
-        with self._lock:
-            return list(self._log)
-
-    def clear_requests(self) -> None:
-        with self._lock:
-            self._log.clear()
-
-    def count(
-        self,
-        verb: str | None = None,
-        resource: str | None = None,
-        *,
-        code: int | None = None,
-        name: str | None = None,
-        changed: bool | None = None,
-    ) -> int:
-        """How many logged requests match every given criterion."""
-        return sum(
-            1
-            for r in self.requests
-            if (verb is None or r.verb == verb)
-            and (resource is None or r.resource == resource)
-            and (code is None or r.code == code)
-            and (name is None or r.name == name)
-            and (changed is None or r.changed == changed)
-        )
-
-    def counters(self) -> Counter[tuple[str, str, int]]:
-        """Requests by (verb, resource, status code)."""
-        return Counter((r.verb, r.resource, r.code) for r in self.requests)
-
-    def writes(self, resource: str | None = None) -> int:
-        """Write requests (create, update, patch, delete) received, whatever their outcome."""
-        return sum(1 for r in self.requests if r.is_write and (resource is None or r.resource == resource))
-
-    def changes(self, resource: str | None = None) -> int:
-        """Write requests that changed stored state (no-op updates and failures excluded)."""
-        return sum(1 for r in self.requests if r.changed and (resource is None or r.resource == resource))
 
     # -- client configuration ------------------------------------------------------------------
 
