@@ -5,23 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rte.ratelimit import TokenBucket
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.helpers.clock import FakeClock
 
 
 def test_a_burst_passes_then_calls_are_spaced_at_the_rate() -> None:
-    clock = Clock()
+    clock = FakeClock()
     bucket = TokenBucket(20, 5, clock=clock, sleep=clock.sleep)
     waits = [bucket.acquire() for _ in range(7)]
     assert waits[:5] == [0, 0, 0, 0, 0]
@@ -29,7 +17,7 @@ def test_a_burst_passes_then_calls_are_spaced_at_the_rate() -> None:
 
 
 def test_idle_time_refills_only_up_to_the_burst() -> None:
-    clock = Clock()
+    clock = FakeClock()
     bucket = TokenBucket(10, 2, clock=clock, sleep=clock.sleep)
     clock.now += 60
     assert [bucket.try_acquire() for _ in range(3)] == [True, True, False]

@@ -263,12 +263,12 @@ def test_memory_semantics_match_the_kubelets_node_status_on_the_r740xd() -> None
     the same amount: the 12Ki by which the per-node meminfo and /proc/meminfo totals differ.
     """
     import json
-    from pathlib import Path
 
     from rte.host.sysfs import read_machine
     from rte.model.quantity import parse_quantity
+    from tests.helpers.paths import R740XD_SYSFS
 
-    base = Path(__file__).parent / "fixtures" / "sysfs" / "dell-r740xd-2s-xeon6230-2numa-nics-hugepages"
+    base = R740XD_SYSFS.parent
     status = json.loads((base / "node_status.json").read_text())["status"]
     machine = read_machine(base / "sys", pci=False)
     config = KubeletConfig(system_reserved={"memory": 1000 * MiB})

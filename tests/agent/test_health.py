@@ -11,6 +11,7 @@ import pytest
 from rte.agent.health import HealthServer
 from rte.agent.metrics import Registry
 from rte.agent.status import AgentStatus
+from tests.helpers.clock import FakeClock
 
 
 def status() -> AgentStatus:
@@ -69,17 +70,9 @@ def test_an_idle_loop_that_stops_ticking_is_dead() -> None:
     assert s.liveness(31.0) == (False, "stalled: loop has not ticked for 31s")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def served() -> Iterator[tuple[HealthServer, AgentStatus, Clock]]:
-    s, clock = status(), Clock()
+def served(clock: FakeClock) -> Iterator[tuple[HealthServer, AgentStatus, FakeClock]]:
+    s = status()
     registry = Registry()
     registry.counter("rte_test_total", "A test counter.").inc()
     server = HealthServer("127.0.0.1", 0, s, registry, clock=clock).start()
@@ -97,7 +90,9 @@ def get(server: HealthServer, path: str) -> tuple[int, str, str]:
         return e.code, e.headers["Content-Type"], e.read().decode()
 
 
-def test_probes_answer_200_or_503_with_the_reason(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+def test_probes_answer_200_or_503_with_the_reason(
+    served: tuple[HealthServer, AgentStatus, FakeClock],
+) -> None:
     server, s, clock = served
     assert get(server, "/readyz")[0::2] == (503, "no successful publish yet\n")
     s.tick(clock.now)
@@ -108,7 +103,7 @@ def test_probes_answer_200_or_503_with_the_reason(served: tuple[HealthServer, Ag
     assert get(server, "/healthz")[0::2] == (503, "stalled: loop has not ticked for 60s\n")
 
 
-def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, AgentStatus, FakeClock]) -> None:
     server, _, _ = served
     code, content_type, body = get(server, "/metrics")
     assert code == 200
@@ -116,6 +111,6 @@ def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, Agent
     assert "rte_test_total 1\n" in body
 
 
-def test_unknown_paths_are_404(served: tuple[HealthServer, AgentStatus, Clock]) -> None:
+def test_unknown_paths_are_404(served: tuple[HealthServer, AgentStatus, FakeClock]) -> None:
     server, _, _ = served
     assert get(server, "/nope")[0] == 404

@@ -2,54 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from agent_api_helpers import NODE
-from apiserver_double import FakeApiServer
 from rte.agent.heartbeat import Heartbeat, lease_time
-from rte.agent.kube import load_api_client
 from rte.consumer.store import heartbeat_from_lease
 from rte.errors import PublishError, UnavailableError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.agent_api import NODE
+from tests.helpers.clock import FakeClock
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0.timestamp())
 
 
 @pytest.fixture
-def api_client(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Any]:
-    client = load_api_client(str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")), qps=0)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def heartbeat(api_client: Any, clock: Clock) -> Heartbeat:
-    return Heartbeat(api_client, NODE, clock=clock)
+def heartbeat(api_client: Any, clock: FakeClock) -> Heartbeat:
+    return Heartbeat(api_client, NODE, clock=clock.utc)
 
 
 def lease(api: FakeApiServer) -> dict[str, Any]:
@@ -74,7 +50,7 @@ def test_the_first_renewal_creates_the_lease_the_consumer_reads(
 
 
 def test_later_renewals_are_one_update_each_and_move_only_renew_time(
-    fake_apiserver: FakeApiServer, heartbeat: Heartbeat, clock: Clock
+    fake_apiserver: FakeApiServer, heartbeat: Heartbeat, clock: FakeClock
 ) -> None:
     heartbeat.renew()
     first_rv = int(lease(fake_apiserver)["metadata"]["resourceVersion"])
@@ -90,7 +66,7 @@ def test_later_renewals_are_one_update_each_and_move_only_renew_time(
 
 
 def test_a_deleted_lease_is_created_again(
-    fake_apiserver: FakeApiServer, heartbeat: Heartbeat, clock: Clock
+    fake_apiserver: FakeApiServer, heartbeat: Heartbeat, clock: FakeClock
 ) -> None:
     heartbeat.renew()
     fake_apiserver.delete_object("leases", NODE, HEARTBEAT_LEASE_NAMESPACE)
@@ -103,7 +79,7 @@ def test_a_deleted_lease_is_created_again(
 
 
 def test_a_lease_changed_by_someone_else_is_re_read_and_taken_back(
-    fake_apiserver: FakeApiServer, kube_api_client: Any, heartbeat: Heartbeat, clock: Clock
+    fake_apiserver: FakeApiServer, kube_api_client: Any, heartbeat: Heartbeat, clock: FakeClock
 ) -> None:
     from kubernetes import client
 

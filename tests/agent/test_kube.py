@@ -9,13 +9,11 @@ import pytest
 import urllib3
 from kubernetes import client
 
-from agent_api_helpers import wait_until
-from apiserver_double import FakeApiServer
 from rte.agent.kube import USER_AGENT, load_api_client
 from rte.agent.retry import Backoff, Failure, classify, retry_after
 from rte.errors import ConfigError
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.agent_api import wait_until
 
 
 def test_a_missing_kubeconfig_is_a_one_line_config_error(tmp_path: Path) -> None:

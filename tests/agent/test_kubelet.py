@@ -13,9 +13,6 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-import scenarios
-from fake_kubelet import FakeKubelet
-from nrt_schema import schema_errors
 from rte.agent.accounting import account
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.cli import main
@@ -27,12 +24,18 @@ from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt
 from rte.podres.convert import allocatable_from_proto, list_from_proto
 from rte.podres.v1 import api_pb2
+from rte.testing import scenarios
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.nrt_schema import schema_errors
+from tests.helpers.paths import (
+    R640_KUBELET_CONFIG,
+    R640_MEMORY_STATE,
+    R640_NONE_POLICY,
+    R640_STATIC,
+    R640_SYSFS,
+)
 
-FIXTURES = Path(__file__).parent / "fixtures"
-R640 = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
-STATIC = FIXTURES / "podres" / "dell-r640-sriov-static"
-NONE = FIXTURES / "podres" / "dell-r640-sriov-nonepolicy"
-STATIC_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+R640, STATIC, NONE, STATIC_CONFIG = R640_SYSFS, R640_STATIC, R640_NONE_POLICY, R640_KUBELET_CONFIG
 SRIOV = "intel.com/intel_sriov_netdevice"
 STATIC_POLICIES = KubeletConfig(cpu_manager_policy="static", memory_manager_policy="Static")
 
@@ -182,9 +185,7 @@ def test_the_static_scenario_matches_its_memory_manager_checkpoint() -> None:
     """Truth from the kubelet's own checkpoint: our per-zone free memory equals its machine state."""
     from rte.host.kubelet_state import load_memory_manager_state
 
-    state = load_memory_manager_state(
-        FIXTURES / "kubelet" / "state" / "memory_manager_state.SYNTHETIC.dell-r640-scenario.json"
-    )
+    state = load_memory_manager_state(R640_MEMORY_STATE)
     allocatable = api_pb2.AllocatableResourcesResponse()
     allocatable.ParseFromString((STATIC / "get_allocatable_resources.pb").read_bytes())
     listing = api_pb2.ListPodResourcesResponse()
@@ -205,7 +206,7 @@ def test_the_static_scenario_matches_its_memory_manager_checkpoint() -> None:
 
 
 def test_dump_reads_the_memory_checkpoint_from_the_kubelet_dir(tmp_path: Path) -> None:
-    checkpoint = FIXTURES / "kubelet" / "state" / "memory_manager_state.SYNTHETIC.dell-r640-scenario.json"
+    checkpoint = R640_MEMORY_STATE
     (tmp_path / "memory_manager_state").write_bytes(checkpoint.read_bytes())
     with_state, err = _dump_json(
         "--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG),

@@ -8,7 +8,6 @@ from typing import NamedTuple
 
 import pytest
 
-from agent_api_helpers import topology
 from rte.agent.load import (
     ZoneLoadSampler,
     banded,
@@ -21,8 +20,9 @@ from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.host.sysfs import parse_node_meminfo, read_machine
 from rte.model.attributes import ZONE_CPU_UTILIZATION as CPU
 from rte.model.attributes import ZONE_MEMORY_PRESSURE as MEM
+from tests.helpers.agent_api import topology
+from tests.helpers.paths import R740XD_SYSFS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
 GiB = 1 << 30
 
 
@@ -210,7 +210,7 @@ def test_a_torn_meminfo_read_is_skipped(host: Host) -> None:
 
 
 def test_the_sampler_reads_a_real_sysfs_tree(tmp_path: Path) -> None:
-    root = FIXTURES / "dell-r740xd-2s-xeon6230-2numa-nics-hugepages" / "sys"
+    root = R740XD_SYSFS
     machine = read_machine(root, pci=False)
     cpu_ids = sorted(machine.cpu_to_node())
     times = {cpu: Times(user=10, idle=10) for cpu in cpu_ids}

@@ -32,19 +32,10 @@ from rte.model.topology import NodeTopology
 from rte.podres.types import AllocatableResources
 from rte.settings import Settings
 from rte.settings_loader import load_settings
+from tests.helpers.clock import FakeClock
+from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
-SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
-CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+SYSFS, SCENARIO, CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
 
 
 class FakePublisher:
@@ -56,7 +47,7 @@ class FakePublisher:
         self.forgets = 0
         self.failures: list[Exception] = []
         self.crd: list[bool] = []
-        self.clock: Clock | None = None
+        self.clock: FakeClock | None = None
 
     def crd_ready(self) -> bool:
         return self.crd.pop(0) if self.crd else True
@@ -112,7 +103,7 @@ class Harness:
         self.dir.mkdir()
         for name in ("list.protojson.json", "get_allocatable_resources.protojson.json"):
             shutil.copy(SCENARIO / name, self.dir / name)
-        self.clock = Clock()
+        self.clock = FakeClock()
         defaults = {"poll_interval": "500ms", "resync_interval": "60s", "retry_base": "1s", "retry_cap": "8s"}
         self.settings: Settings = load_settings(env={}, flags={**defaults, **flags}, hostname=lambda: "n1")
         self.reader = CountingReader(self.dir)

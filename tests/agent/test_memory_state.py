@@ -7,14 +7,9 @@ from pathlib import Path
 import pytest
 
 from rte.agent.scanner import MemoryStateCache
+from tests.helpers.paths import R640_MEMORY_STATE
 
-CHECKPOINT = (
-    Path(__file__).parent
-    / "fixtures"
-    / "kubelet"
-    / "state"
-    / "memory_manager_state.SYNTHETIC.dell-r640-scenario.json"
-)
+CHECKPOINT = R640_MEMORY_STATE
 
 
 def test_a_missing_checkpoint_is_simply_absent(tmp_path: Path) -> None:

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_api_helpers import NODE, wait_until
-from apiserver_double import FakeApiServer
-from rte.agent.kube import load_api_client
 from rte.agent.podwatch import NodePodWatch
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.agent_api import NODE, wait_until
 
 GUARANTEED = [
     {
@@ -33,15 +29,6 @@ class Changes:
     def __call__(self) -> None:
         with self._lock:
             self.count += 1
-
-
-@pytest.fixture
-def api_client(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Any]:
-    client = load_api_client(str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")), qps=0)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

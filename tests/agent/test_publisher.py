@@ -8,9 +8,6 @@ from typing import Any
 
 import pytest
 
-from agent_api_helpers import NODE, topology, wait_until, with_pods
-from apiserver_double import FakeApiServer
-from nrt_schema import schema_errors
 from rte.agent.kube import load_api_client
 from rte.agent.nrtpatch import merge_patch
 from rte.agent.publisher import Publisher, PublishOutcome
@@ -18,8 +15,9 @@ from rte.errors import PublishError, UnavailableError
 from rte.model import attributes as names
 from rte.model.nrt import PLURAL, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.agent_api import NODE, topology, wait_until, with_pods
+from tests.helpers.nrt_schema import schema_errors
 
 
 class Sleeps(list[float]):

@@ -12,14 +12,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from fake_kubelet import FakeKubelet
 from rte.agent.logs import configure_logging
 from rte.cli import main
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
-SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
-CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+SYSFS, SCENARIO, CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
 
 
 @pytest.fixture(autouse=True)

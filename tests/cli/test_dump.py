@@ -8,15 +8,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from nrt_schema import schema_errors
 from rte.agent.accounting import hugepages_resource
 from rte.cli import main
+from tests.helpers.nrt_schema import schema_errors
+from tests.helpers.paths import FIXTURES, MACHINES, R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
-FIXTURES = Path(__file__).parent / "fixtures"
-MACHINES = sorted(p.name for p in (FIXTURES / "sysfs").iterdir() if (p / "FIXTURE.json").exists())
-R640 = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
-R640_STATIC = FIXTURES / "podres" / "dell-r640-sriov-static"
-R640_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+R640, R640_CONFIG = R640_SYSFS, R640_KUBELET_CONFIG
 NO_KUBELET = "unix:///nonexistent/kubelet.sock"
 
 

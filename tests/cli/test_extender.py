@@ -14,7 +14,6 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from extender_helpers import GI, Client, nrt, pod
 from rte.cli import main
 from rte.consumer.cacheconfig import (
     CacheConfig,
@@ -28,8 +27,8 @@ from rte.consumer.cacheconfig import (
 )
 from rte.extender.app import ExtenderApp
 from rte.extender.settings import extender_settings
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.extender import GI, Client, nrt, pod
+from tests.helpers.paths import REPO
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from rte.cli import main
+from tests.helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 POD = str(REPO / "examples" / "pod-guaranteed.yaml")
 NRTS = str(REPO / "examples" / "nrt-two-nodes.yaml")
 WORKER_A_REASON = 'cannot align container "app": memory=8589934592 fits in no single NUMA zone with the rest'

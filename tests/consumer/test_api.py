@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from consumer_fixtures import GI, container, pod, slit, view
 from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
 from rte.consumer.requests import prepare_pod
 from rte.errors import ConfigError, InputError
+from tests.helpers.consumer import GI, container, pod, slit, view
 
 ZONES = {0: {"cpu": 4, "memory": 8 * GI}, 1: {"cpu": 8, "memory": 8 * GI}}
 

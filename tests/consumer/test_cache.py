@@ -30,18 +30,11 @@ from rte.model.attributes import ZONE_CPU_UTILIZATION
 from rte.model.pod import Container, Pod
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from tests.helpers.clock import FakeClock
 
 GIB = 1024**3
 OURS = "topo-aware-scheduler"
 GPU = "example.com/gpu"
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def pod(
@@ -108,11 +101,11 @@ def cpus_of(lookup: Lookup) -> tuple[Amount, ...]:
 
 
 def setup(
-    *topologies: NodeTopology, clock: Clock | None = None, **config: object
-) -> tuple[NRTStore, OverReserveCache, Clock]:
+    *topologies: NodeTopology, clock: FakeClock | None = None, **config: object
+) -> tuple[NRTStore, OverReserveCache, FakeClock]:
     store = NRTStore()
     store.replace_all(topologies)
-    clock = clock or Clock()
+    clock = clock or FakeClock()
     return store, OverReserveCache(store, CacheConfig(**config), clock), clock  # type: ignore[arg-type]
 
 
@@ -600,7 +593,7 @@ def test_the_state_dump_is_json_and_tells_the_story_of_each_node() -> None:
 def test_passthrough_serves_the_latest_nrt_without_accounting() -> None:
     store = NRTStore()
     store.apply(ADDED, nrt(cpus=(8, 8)))
-    cache = PassthroughCache(store, clock=Clock())
+    cache = PassthroughCache(store, clock=FakeClock())
     cache.reserve("n1", pod("p1", cpu=4))
     assert cpus_of(cache.get("n1")) == (8, 8)
     store.apply(MODIFIED, nrt(cpus=(4, 8)))
@@ -611,7 +604,7 @@ def test_passthrough_serves_the_latest_nrt_without_accounting() -> None:
 def test_discard_reserved_blocks_a_node_between_reserve_and_bind() -> None:
     store = NRTStore()
     store.apply(ADDED, nrt(cpus=(8, 8)))
-    cache = DiscardReservedCache(store, clock=Clock())
+    cache = DiscardReservedCache(store, clock=FakeClock())
     p1 = pod("p1")
     cache.reserve("n1", p1)
     assert cache.get("n1") == NOT_FRESH
@@ -637,7 +630,7 @@ def test_the_cache_is_selected_like_the_reference(
 ) -> None:
     settings = cache_settings_from_plugin_args(args)
     assert settings.mode is mode
-    assert type(make_cache(settings, NRTStore(), Clock())) is cls
+    assert type(make_cache(settings, NRTStore(), FakeClock())) is cls
 
 
 def test_plugin_cache_arguments_are_read_and_bad_values_named() -> None:

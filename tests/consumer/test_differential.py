@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import pytest
 
-from consumer_fixtures import container, pod, topology
 from rte.consumer.filter import filter_node
 from rte.consumer.least_numa import float32
 from rte.consumer.numaview import build_view
@@ -31,6 +30,7 @@ from rte.consumer.score import (
 from rte.model.exclusive import is_native_resource, is_numa_affine
 from rte.model.pod import Pod, effective_request
 from rte.model.quantity import Amount, ceil_value, parse_quantity
+from tests.helpers.consumer import container, pod, topology
 
 DEV = "vendor.com/nic"
 Zones = dict[int, dict[str, Amount]]

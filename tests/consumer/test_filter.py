@@ -1,6 +1,5 @@
 import pytest
 
-from consumer_fixtures import GI, container, pod, topology, view
 from rte.consumer.filter import (
     REASON_CONTAINER,
     REASON_INIT_CONTAINER,
@@ -13,6 +12,7 @@ from rte.consumer.filter import (
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import prepare_pod
 from rte.model.pod import QOS_BEST_EFFORT, QOS_BURSTABLE, QOS_GUARANTEED
+from tests.helpers.consumer import GI, container, pod, topology, view
 
 DEV = "vendor.com/nic"
 SCOPES = ["container", "pod"]

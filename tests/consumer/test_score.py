@@ -1,6 +1,5 @@
 import pytest
 
-from consumer_fixtures import GI, container, pod, slit, view
 from rte.consumer.least_numa import average_distance, float32, normalize
 from rte.consumer.numaview import subtract_requests
 from rte.consumer.score import (
@@ -13,6 +12,7 @@ from rte.consumer.score import (
     score_node,
 )
 from rte.errors import ConfigError
+from tests.helpers.consumer import GI, container, pod, slit, view
 
 MOST = ScoringStrategy(MOST_ALLOCATED)
 LEAST = ScoringStrategy(LEAST_ALLOCATED)

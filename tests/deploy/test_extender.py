@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,8 +10,9 @@ import yaml
 from rte.cli import extender_cmd
 from rte.consumer.cacheconfig import CacheMode, ForeignPodsDetect
 from rte.extender.settings import extender_settings
+from tests.helpers.paths import DEPLOY
 
-MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "scheduler-extender.yaml"
+MANIFEST = DEPLOY / "scheduler-extender.yaml"
 SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": "rte-extender", "namespace": "rte"}
 
 

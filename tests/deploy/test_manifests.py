@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from check_manifests import OLDEST, problems
+from tests.helpers.paths import DEPLOY
+from tests.helpers.scripts import load_script
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+_check_manifests = load_script("check_manifests")
+OLDEST, problems = _check_manifests.OLDEST, _check_manifests.problems
+
 AGENT = "system:serviceaccount:rte:rte-agent"
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
 

@@ -1,4 +1,7 @@
-"""Fixtures of the end-to-end tests: the fake kubelet, the apiserver double, and agent processes."""
+"""Fixtures of the end-to-end tests: the apiserver double with the node registered, and agent processes.
+
+The fake kubelet (``kubelet``) comes from ``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_harness import KUBELET_CONFIG, NODE, SCENARIO, SYSFS, AgentFactory, AgentProcess
 
-from fake_apiserver import FakeApiServer
-from fake_kubelet import FakeKubelet
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.e2e import KUBELET_CONFIG, NODE, SYSFS, AgentFactory, AgentProcess
 
 
 @pytest.fixture
@@ -19,12 +22,6 @@ def api() -> Iterator[FakeApiServer]:
     with FakeApiServer() as server:
         server.register_node(NODE)
         yield server
-
-
-@pytest.fixture
-def kubelet() -> Iterator[FakeKubelet]:
-    with FakeKubelet(scenario=SCENARIO) as fake:
-        yield fake
 
 
 @pytest.fixture

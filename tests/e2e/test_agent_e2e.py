@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from e2e_harness import (
+from rte.testing import scenarios as sc
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.e2e import (
     KUBELET_CONFIG,
     NODE,
     NRT,
@@ -22,12 +25,8 @@ from e2e_harness import (
     content,
     expected_nrt,
     stored,
-    wait_for,
 )
-
-import scenarios as sc
-from fake_apiserver import FakeApiServer
-from fake_kubelet import FakeKubelet
+from tests.helpers.waiting import wait_for
 
 GiB = 1024**3
 

@@ -8,7 +8,7 @@ patch setting ``spec.nodeName``; the watch event the extender sees is the same.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,25 +16,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from extender_helpers import GI, PROFILE, Client, nrt, pod
-from fake_apiserver import FakeApiServer
 from rte.extender.app import ExtenderApp
 from rte.extender.settings import extender_settings
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.extender import GI, PROFILE, Client, nrt, pod
+from tests.helpers.waiting import wait_for
 
 APP = {"cpu": 4, "memory": 8 * GI}
 GROUP, VERSION, PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            assert value, "condition not met in time"
-            return value
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -61,11 +50,6 @@ def http(app: ExtenderApp) -> Iterator[Client]:
     wait_for(lambda: c.get("/readyz")[0] == 200)
     yield c
     c.close()
-
-
-@pytest.fixture
-def objects(kube_api_client: Any) -> Any:
-    return client.CustomObjectsApi(kube_api_client)
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from extender_helpers import GI, PROFILE, Client, node, nrt, pod
 from rte.consumer.caches import make_cache
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
 from rte.extender.wire import extender_score
+from tests.helpers.extender import GI, PROFILE, Client, node, nrt, pod
 
 APP = {"cpu": 4, "memory": 8 * GI}
 """The request of the Guaranteed pod used throughout: 4 CPUs and 8 GiB on one NUMA zone."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
 from rte.model import attributes as names
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
+from tests.helpers.waiting import wait_for
 
 NODE = "worker-1"
 GiB = 1 << 30
@@ -56,8 +56,4 @@ def with_pods(topo: NodeTopology, pods: int) -> NodeTopology:
 
 
 def wait_until(check: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+    wait_for(check, timeout, what)

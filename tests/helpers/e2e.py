@@ -12,17 +12,12 @@ import json
 import re
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pytest
-
-from fake_apiserver import FakeApiServer
-from fake_kubelet import FakeKubelet
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
@@ -31,28 +26,15 @@ from rte.model.pod import Pod, pod_from_manifest
 from rte.podres import convert
 from rte.podres.files import PodResourcesFiles
 from rte.podres.v1 import api_pb2
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
+from tests.helpers.waiting import wait_for
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
-SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
-KUBELET_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
+SYSFS, SCENARIO, KUBELET_CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
 NODE = "worker-1"
 NRT = "noderesourcetopologies"
 METHOD = "with-exclusive-resources"
-
-T = TypeVar("T")
-
-
-def wait_for(condition: Callable[[], T], timeout: float = 5.0, what: str = "condition") -> T:
-    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.1f}s waiting for {what}")
-        time.sleep(0.02)
 
 
 def expected_nrt(kubelet: FakeKubelet, api: FakeApiServer, *, pod_watch: bool = True) -> dict[str, Any]:

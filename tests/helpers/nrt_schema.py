@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-CRD_PATH = Path(__file__).resolve().parent.parent / "deploy" / "crd-noderesourcetopologies.yaml"
+from tests.helpers.paths import DEPLOY
+
+CRD_PATH = DEPLOY / "crd-noderesourcetopologies.yaml"
 
 
 @cache

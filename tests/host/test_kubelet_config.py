@@ -10,8 +10,9 @@ import pytest
 from rte.errors import InputError
 from rte.host.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, parse_kubelet_config
 from rte.host.kubelet_config_files import load_kubelet_config, merge_drop_in
+from tests.helpers.paths import KUBELET_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kubelet"
+FIXTURES = KUBELET_FIXTURES
 MI = 1024 * 1024
 
 

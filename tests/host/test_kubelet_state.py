@@ -17,8 +17,9 @@ from rte.host.kubelet_state import (
     state_files,
 )
 from rte.model.cpuset import parse_cpuset
+from tests.helpers.paths import KUBELET_FIXTURES
 
-STATE = Path(__file__).parent / "fixtures" / "kubelet" / "state"
+STATE = KUBELET_FIXTURES / "state"
 APP_POD = "6b0c9a57-2f57-4c1e-9d0a-6f1e2a7d3c11"
 WORKER_POD = "0d3f6c2a-8b1e-4f4e-a0c7-1a9b5e7d2f33"
 

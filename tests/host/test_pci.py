@@ -16,9 +16,9 @@ from rte.errors import ConfigError, InputError
 from rte.host.machine import PciDevice
 from rte.host.pci import parse_hex_id, parse_pci_address, read_pci_devices
 from rte.host.sysfs import read_machine
+from tests.helpers.paths import MACHINES, SYSFS_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
-MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "FIXTURE.json").is_file())
+FIXTURES = SYSFS_FIXTURES
 INTERESTING = "interesting_devices(net/display/accel/nvme)"
 
 

@@ -24,9 +24,9 @@ from rte.host.sysfs import (
 )
 from rte.host.sysfsio import parse_int, parse_optional_id
 from rte.model.cpuset import format_cpuset
+from tests.helpers.paths import MACHINES, SYSFS_FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
-MACHINES = sorted(p.name for p in FIXTURES.iterdir() if (p / "FIXTURE.json").is_file())
+FIXTURES = SYSFS_FIXTURES
 
 
 def expected(name: str) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 import json
 import random
-from pathlib import Path
 
 import pytest
 
 from rte.model import fingerprint as fp
-from xxh64_reference import reference_fingerprint
+from tests.helpers.paths import FIXTURES
+from tests.helpers.xxh64_reference import reference_fingerprint
 
-VECTOR_PODS = Path(__file__).parent / "fixtures" / "fingerprint" / "pods.json"
+VECTOR_PODS = FIXTURES / "fingerprint" / "pods.json"
 
 
 def _vector_pods() -> list[tuple[str, str]]:

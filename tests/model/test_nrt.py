@@ -3,7 +3,6 @@ from fractions import Fraction
 
 import pytest
 
-from nrt_schema import schema_errors
 from rte.errors import InputError
 from rte.model.nrt import from_nrt, to_nrt
 from rte.model.topology import (
@@ -17,6 +16,7 @@ from rte.model.topology import (
     numa_id_of,
     zone_name,
 )
+from tests.helpers.nrt_schema import schema_errors
 
 
 def _zone(numa_id: int, cpus: int, peers: list[int]) -> Zone:

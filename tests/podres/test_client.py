@@ -11,25 +11,18 @@ from pathlib import Path
 import grpc
 import pytest
 
-import scenarios
-from fake_kubelet import FakeKubelet
 from rte.errors import InputError, NotSupportedError, UnavailableError
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles
 from rte.podres.source import PodResourcesSource
 from rte.podres.types import Device
 from rte.podres.v1 import api_pb2, api_pb2_grpc
+from rte.testing import scenarios
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.paths import R640_NONE_POLICY, R640_STATIC
 
-FIXTURES = Path(__file__).parent / "fixtures" / "podres"
-STATIC = FIXTURES / "dell-r640-sriov-static"
-NONE_POLICY = FIXTURES / "dell-r640-sriov-nonepolicy"
+STATIC, NONE_POLICY = R640_STATIC, R640_NONE_POLICY
 VF = "intel.com/intel_sriov_netdevice"
-
-
-@pytest.fixture
-def kubelet() -> Iterator[FakeKubelet]:
-    with FakeKubelet(scenario=STATIC) as fake:
-        yield fake
 
 
 @pytest.fixture

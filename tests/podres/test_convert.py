@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-import scenarios
 from rte.errors import InputError
 from rte.podres import convert
 from rte.podres.files import PodResourcesFiles
 from rte.podres.types import ClaimDevice, Device, DynamicResource, MemoryBlock
 from rte.podres.v1 import api_pb2
+from rte.testing import scenarios
+from tests.helpers.paths import PODRES_FIXTURES, R640_NONE_POLICY, R640_STATIC
 
-FIXTURES = Path(__file__).parent / "fixtures" / "podres"
-STATIC = FIXTURES / "dell-r640-sriov-static"
-NONE_POLICY = FIXTURES / "dell-r640-sriov-nonepolicy"
+FIXTURES = PODRES_FIXTURES
+STATIC, NONE_POLICY = R640_STATIC, R640_NONE_POLICY
 VF = "intel.com/intel_sriov_netdevice"
 
 

@@ -11,9 +11,9 @@ import pytest
 from rte.errors import InputError, NotSupportedError
 from rte.podres.files import PodResourcesFiles
 from rte.podres.source import PodResourcesSource
+from tests.helpers.paths import R640_STATIC
 
-FIXTURES = Path(__file__).parent / "fixtures" / "podres"
-STATIC = FIXTURES / "dell-r640-sriov-static"
+STATIC = R640_STATIC
 
 
 def _copy(tmp_path: Path, *names: str) -> Path:

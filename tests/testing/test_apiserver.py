@@ -17,15 +17,13 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client import ApiException
 
-from fake_apiserver import FakeApiServer
-
-pytest_plugins = ["apiserver_double.pytest_plugin"]
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.paths import REPO
 
 GROUP = "topology.node.k8s.io"
 PLURAL = "noderesourcetopologies"
 V2 = "v1alpha2"
 V1 = "v1alpha1"
-REPO = Path(__file__).resolve().parents[1]
 
 
 def example_nrt(name: str = "worker-1", version: str = V2) -> dict[str, Any]:
@@ -86,11 +84,6 @@ def example_nrt(name: str = "worker-1", version: str = V2) -> dict[str, Any]:
 @pytest.fixture
 def api(fake_apiserver: FakeApiServer) -> FakeApiServer:
     return fake_apiserver
-
-
-@pytest.fixture
-def objects(kube_api_client: Any) -> Any:
-    return client.CustomObjectsApi(kube_api_client)
 
 
 def create(objects: Any, body: dict[str, Any], version: str = V2, **kwargs: Any) -> dict[str, Any]:
@@ -879,7 +872,8 @@ def test_the_command_line_serves_and_writes_a_kubeconfig(tmp_path: Path) -> None
     proc = subprocess.Popen(
         [
             sys.executable,
-            str(REPO / "hack" / "fake_apiserver.py"),
+            "-m",
+            "rte.testing.apiserver",
             "--port",
             "0",
             "--kubeconfig-out",

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import fake_sysfs
-import local_doubles
-import local_pods
-import scenarios
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.host.sysfs import read_machine
 from rte.podres.files import PodResourcesFiles
+from rte.testing import fake_sysfs, local_doubles, local_pods, scenarios
+from tests.helpers.paths import R640_STATIC
 
-SCENARIO = Path(__file__).parent / "fixtures" / "podres" / "dell-r640-sriov-static"
+SCENARIO = R640_STATIC
 
 
 def test_a_generated_sysfs_tree_matches_its_scenario_without_findings(tmp_path: Path) -> None:

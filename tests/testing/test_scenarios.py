@@ -1,4 +1,4 @@
-"""The synthetic scenario builder (hack/scenarios.py) and the fake kubelet as a program."""
+"""The synthetic scenario builder (rte.testing.scenarios) and the fake kubelet as a program."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-import scenarios
 from rte.podres import convert
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles
-
-HACK = Path(__file__).parent.parent / "hack"
+from rte.testing import scenarios
 
 
 def test_the_large_node_has_the_requested_shape_with_sparse_numa_ids() -> None:
@@ -62,7 +60,8 @@ def test_the_fake_kubelet_runs_as_a_program_and_removes_its_socket_on_sigterm(tm
     sock = Path(f"/tmp/fkl-test-{time.monotonic_ns()}.sock")
     cmd = [
         sys.executable,
-        str(HACK / "fake_kubelet.py"),
+        "-m",
+        "rte.testing.fake_kubelet",
         "--socket",
         str(sock),
         "--scenario",

@@ -1,0 +1,22 @@
+"""Fixtures shared by the agent's tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rte.agent.kube import load_api_client
+from rte.testing.apiserver import FakeApiServer
+
+
+@pytest.fixture
+def api_client(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Any]:
+    """The agent's own API client (unpaced: qps=0) for the apiserver double, via a kubeconfig."""
+    client = load_api_client(str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")), qps=0)
+    try:
+        yield client
+    finally:
+        client.close()
