@@ -1,16 +1,20 @@
-"""Import boundaries: the shared model is pure, and the consumer never pulls in agent code.
+"""Import boundaries: the shared model is pure, the consumer never pulls in agent code, and
+nothing but tests and people imports the test doubles (rte.testing).
 
 Each package is imported in a fresh interpreter, so modules loaded by other tests cannot hide
 a violation.
 """
 
+import ast
 import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import rte
 import rte.consumer
 import rte.model
 
@@ -49,3 +53,52 @@ def test_package_imports_nothing_beyond_its_boundary(
     loaded = _loaded_after_importing(modules)
     offending = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden)]
     assert offending == []
+
+
+def _imported_names(path: Path, package: str) -> set[str]:
+    """Every module an ``import`` in ``path`` names, function-level imports included."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_module_outside_rte_testing_imports_the_doubles() -> None:
+    root = Path(rte.__file__).parent
+    offending = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        if parts[:2] == ("rte", "testing"):
+            continue
+        named = _imported_names(path, package=".".join(parts[:-1]))
+        offending += [f"{'/'.join(parts)}: {n}" for n in sorted(named) if n.startswith("rte.testing")]
+    assert offending == []
+
+
+def test_the_commands_load_neither_the_doubles_nor_their_test_dependencies() -> None:
+    modules = sorted(
+        m.name
+        for m in pkgutil.walk_packages(rte.__path__, "rte.")
+        if not m.name.startswith("rte.testing") and not m.name.endswith(".__main__")
+    )
+    assert {"rte.cli", "rte.commands.run", "rte.commands.dump"} <= set(modules)
+    loaded = _loaded_after_importing(modules)
+    assert [m for m in loaded if m.split(".")[0] == "jsonschema" or m.startswith("rte.testing")] == []
+
+
+def test_the_apiserver_double_without_jsonschema_names_the_extra_to_install() -> None:
+    script = "import sys\nsys.modules['jsonschema'] = None\nimport rte.testing.apiserver\n"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: rte.testing.apiserver needs jsonschema to validate custom resources: "
+        "pip install 'rte[test]'"
+    )
