@@ -31,13 +31,11 @@ from pathlib import Path
 import psutil
 
 from bench.timing import Row
+from rte.testing import scenarios
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "hack"))
-
-import scenarios  # noqa: E402
-from fake_apiserver import FakeApiServer  # noqa: E402
-from fake_kubelet import FakeKubelet  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SYSFS = FIXTURES / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"

@@ -13,23 +13,17 @@ Figures (medians, target <= 5 ms for the full cycle):
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
 from bench.timing import Row, median_seconds
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "hack"))
-
-import fake_sysfs  # noqa: E402
-import scenarios  # noqa: E402
-from fake_kubelet import FakeKubelet  # noqa: E402
-from rte.agent.kubelet import SocketReader  # noqa: E402
-from rte.agent.scanner import KubeletConfigCache, Scanner  # noqa: E402
-from rte.host.kubelet_config import parse_kubelet_config  # noqa: E402
-from rte.host.sysfs import read_machine  # noqa: E402
-from rte.podres.client import PodResourcesClient  # noqa: E402
+from rte.agent.kubelet import SocketReader
+from rte.agent.scanner import KubeletConfigCache, Scanner
+from rte.host.kubelet_config import parse_kubelet_config
+from rte.host.sysfs import read_machine
+from rte.podres.client import PodResourcesClient
+from rte.testing import fake_sysfs, scenarios
+from rte.testing.fake_kubelet import FakeKubelet
 
 CONFIG = {
     "apiVersion": "kubelet.config.k8s.io/v1beta1",

@@ -2,7 +2,7 @@
 # Try the node agent on a laptop: a fake kubelet, an in-memory apiserver, and `rte run` between them.
 #
 #   hack/run-local.sh              # the Dell R640 fixture (2 NUMA zones, SR-IOV VFs, static policies)
-#   hack/run-local.sh generated    # a synthetic 8-zone, 384-CPU node (hack/fake_sysfs.py)
+#   hack/run-local.sh generated    # a synthetic 8-zone, 384-CPU node (rte.testing.fake_sysfs)
 #   SYSFS=/path/to/sys KUBELET_CONFIG=cfg.yaml hack/run-local.sh SCENARIO_DIR
 #
 # Then, in another terminal, change what the kubelet reports and watch the NRT follow (printed
@@ -26,7 +26,7 @@ fixture)
     EXAMPLE="add demo --cpus 6,8,10,12 --memory 2Gi --zone 0"
     ;;
 generated)
-    "$PY" hack/fake_sysfs.py "$RUN_DIR/generated" >/dev/null
+    "$PY" -m rte.testing.fake_sysfs "$RUN_DIR/generated" >/dev/null
     SCENARIO=$RUN_DIR/generated/scenario
     SYSFS=$RUN_DIR/generated/sys
     KUBELET_CONFIG=$RUN_DIR/kubelet-config.yaml
@@ -55,7 +55,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-"$PY" hack/local_doubles.py --run-dir "$RUN_DIR" --scenario "$SCENARIO" --node "$NODE" &
+"$PY" -m rte.testing.local_doubles --run-dir "$RUN_DIR" --scenario "$SCENARIO" --node "$NODE" &
 pids+=($!)
 for _ in $(seq 100); do
     [ -f "$RUN_DIR/ready.json" ] && break
@@ -72,11 +72,11 @@ cat <<EOF
 
   In another terminal:
     export RTE_LOCAL_RUN_DIR=$RUN_DIR
-    $PY hack/local_pods.py watch                 # one summary per stored NRT change
-    $PY hack/local_pods.py $EXAMPLE
-    $PY hack/local_pods.py remove demo
-    $PY hack/local_pods.py show
-    touch $RUN_DIR/notify                        # the notify-file trigger
+    $PY -m rte.testing.local_pods watch    # one summary per stored NRT change
+    $PY -m rte.testing.local_pods $EXAMPLE
+    $PY -m rte.testing.local_pods remove demo
+    $PY -m rte.testing.local_pods show
+    touch $RUN_DIR/notify    # the notify-file trigger
 
 EOF
 
