@@ -6,44 +6,16 @@ Heavy imports (gRPC, the Kubernetes client, YAML) happen inside the commands tha
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
 from rte import __version__
-from rte.errors import InputError, RteError
+from rte.commands.errors import reports_errors
+from rte.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(message: str, code: int) -> None:
-    click.echo(f"rte: error: {message}", err=True)
-    sys.exit(code)
-
-
-def reports_errors(func: F) -> F:
-    """Turn our errors into one line on stderr: exit 2 for bad input, 1 for anything else."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except InputError as e:
-            _fail(str(e), 2)
-        except RteError as e:
-            _fail(str(e), 1)
-        except BrokenPipeError:  # `rte dump | head`: the reader left; nothing to report
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
-        except OSError as e:  # never a traceback
-            _fail(f"{e.filename or 'I/O'}: {e.strerror or e}", 1)
-        return None
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,10 +4,12 @@ Each package is imported in a fresh interpreter, so modules loaded by other test
 a violation.
 """
 
+import ast
 import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +51,30 @@ def test_package_imports_nothing_beyond_its_boundary(
     loaded = _loaded_after_importing(modules)
     offending = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in forbidden)]
     assert offending == []
+
+
+RTE = Path(rte.model.__file__).resolve().parents[1]
+
+
+def _imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def _importers_of(target: str, under: Path) -> list[str]:
+    return sorted(
+        str(path.relative_to(RTE.parent))
+        for path in under.rglob("*.py")
+        if any(m == target or m.startswith(target + ".") for m in _imports_of(path))
+    )
+
+
+def test_nothing_below_the_command_line_imports_it() -> None:
+    # rte/__main__.py is the `python -m rte` entry point, above the CLI.
+    assert _importers_of("rte.cli", RTE) == ["rte/__main__.py"]

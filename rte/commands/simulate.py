@@ -217,7 +217,7 @@ def simulate_cmd(**options: Any) -> None:
     Counts TopologyAffinityErrors, pending times, NRT writes and reserve-cache resyncs, using the
     real agent accounting and the real consumer Filter, Score and caches.
     """
-    from rte.cli import reports_errors
+    from rte.commands.errors import reports_errors
 
     reports_errors(_run_options)(**options)
 
