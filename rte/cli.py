@@ -13,6 +13,7 @@ import click
 
 from rte import __version__
 from rte.commands.errors import reports_errors
+from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -148,10 +149,14 @@ def run_cmd(config_file: str | None, once: bool, dump_config: bool, output: str,
     "--strategy",
     default=None,
     metavar="NAME",
-    help="MostAllocated, LeastAllocated (default), BalancedAllocation or LeastNUMANodes.",
+    help=f"Score strategy: {', '.join(STRATEGIES)} (any case) [default: {DEFAULT_STRATEGY_NAME}].",
 )
 @click.option(
-    "--weight", "weights", multiple=True, metavar="RES=W", help="Score weight of a resource; repeatable."
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="RES=W",
+    help="Score weight of a resource, a positive integer; repeatable [default: cpu=1, memory=1].",
 )
 @click.option("-o", "--output", default="table", metavar="FORMAT", help="table (default) or json.")
 @click.argument("nrt_paths", nargs=-1, metavar="NRT.yaml...")

@@ -35,8 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["--strategy", "Best"], {}, "rte: error: --strategy: unknown strategy 'Best'"),
-        ([], {"RTE_EXTENDER_STRATEGY": "Best"}, "rte: error: --strategy: unknown strategy 'Best'"),
+        (["--strategy", "Best"], {}, "rte: error: --strategy: 'Best' is not one of MostAllocated"),
+        ([], {"RTE_EXTENDER_STRATEGY": "Best"}, "rte: error: --strategy: 'Best' is not one of"),
+        (["--weight", "cpu=0"], {}, "rte: error: --weight: weight of cpu must be a positive integer, got 0"),
         (["--weight", "gpu"], {}, "rte: error: --weight: expected RESOURCE=WEIGHT, got 'gpu'"),
         (["--listen", "everywhere"], {}, "rte: error: --listen: expected HOST:PORT, got 'everywhere'"),
         (

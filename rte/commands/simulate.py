@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from rte.consumer.strategies import STRATEGIES
+
 if TYPE_CHECKING:
     from rte.sim.config import SimConfig
     from rte.sim.sweep import SweepRun
@@ -173,7 +175,7 @@ def _duration(value: str | None, option: str) -> float | None:
 )
 @click.option(
     "--strategy",
-    type=click.Choice(["LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes"]),
+    type=click.Choice(STRATEGIES),
     default="LeastAllocated",
     show_default=True,
 )

@@ -47,7 +47,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rte.commands.scoring import scoring_strategy
 from rte.consumer.cacheconfig import (
     DEFAULT_PROFILE,
     CacheConfig,
@@ -63,6 +62,7 @@ from rte.consumer.cacheconfig import (
     parse_enum,
 )
 from rte.consumer.score import ScoringStrategy
+from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, strategy_name, weight_table
 from rte.durations import parse_duration
 from rte.errors import ConfigError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
@@ -172,7 +172,7 @@ def extender_settings(
     kubelet_accurate_sidecars: bool = False,
 ) -> ExtenderSettings:
     """Validate the raw flag values into :class:`ExtenderSettings`."""
-    scoring = scoring_strategy(strategy, weights)
+    scoring = ScoringStrategy(strategy_name(strategy or DEFAULT_STRATEGY_NAME), weight_table(weights))
     period = _seconds(cache_resync_period, "--cache-resync-period")
     max_age = _seconds(heartbeat_max_age, "--heartbeat-max-age")
     profiles = frozenset(p.strip() for p in scheduler_profiles if p.strip()) or frozenset({DEFAULT_PROFILE})

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rte.consumer.cacheconfig import InformerMode
-from rte.consumer.score import STRATEGIES
+from rte.consumer.strategies import STRATEGIES
 from rte.errors import InputError
 from rte.model import fingerprint as fp
 from rte.sim.kubelet import POLICIES, SCOPES
