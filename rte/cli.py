@@ -7,14 +7,18 @@ Heavy imports (gRPC, the Kubernetes client, YAML) happen inside the commands tha
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from rte import __version__
 from rte.commands.errors import reports_errors
+from rte.commands.options import SettingsCommand, setting_flags
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import InputError
+
+if TYPE_CHECKING:
+    from rte.settings.schema import Schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,14 +116,30 @@ def dump_cmd(
     )
 
 
-# `rte run`: one flag per setting, generated in rte/commands/run_options.py (click and settings only).
-from rte.commands.run_options import run_options, settings_flags  # noqa: E402
+def _agent_schema() -> Schema[Any]:
+    from rte.agent.settings import SCHEMA
+
+    return SCHEMA
 
 
-@main.command("run")
-@run_options
+@main.command(
+    "run",
+    cls=SettingsCommand,
+    schema=_agent_schema,
+    config_help="YAML settings file (keys as in --dump-config).",
+    short_help="Run the node agent: publish this node's NRT and keep it current.",
+)
+@click.option("--once", is_flag=True, help="Run one cycle and exit (status 1 if it failed).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["yaml", "json"], case_sensitive=False),
+    default="yaml",
+    show_default=True,
+    help="With --no-publish: print objects as YAML documents or JSON lines.",
+)
 @reports_errors
-def run_cmd(config_file: str | None, once: bool, dump_config: bool, output: str, **options: Any) -> None:
+def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str, **options: Any) -> None:
     """Run the node agent: publish this node's NodeResourceTopology and keep it current.
 
     Settings come from defaults < --config FILE < RTE_* environment < flags (see --dump-config).
@@ -129,10 +149,10 @@ def run_cmd(config_file: str | None, once: bool, dump_config: bool, output: str,
 
     run(
         config_file=config_file,
-        flags=settings_flags(options),
+        flags=setting_flags(_agent_schema(), options),
         once=once,
         dump_config=dump_config,
-        output=output,
+        output=output.lower(),
     )
 
 
