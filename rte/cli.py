@@ -15,7 +15,6 @@ from rte import __version__
 from rte.commands.errors import reports_errors
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
-from rte.errors import InputError
 
 if TYPE_CHECKING:
     from rte.settings.schema import Schema
@@ -199,134 +198,31 @@ def fit_cmd(
     fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output)
 
 
-def _env(name: str) -> str:
-    return f"RTE_EXTENDER_{name}"
+def _extender_schema() -> Schema[Any]:
+    from rte.extender.settings import SCHEMA
+
+    return SCHEMA
 
 
-@main.command("extender")
-@click.option(
-    "--listen", default=":8888", show_default=True, envvar=_env("LISTEN"), help="HOST:PORT to serve on."
+@main.command(
+    "extender",
+    cls=SettingsCommand,
+    schema=_extender_schema,
+    config_help="YAML settings file (keys as in --dump-config).",
+    short_help="Serve kube-scheduler's HTTP extender API over watched NRTs.",
 )
-@click.option("--kubeconfig", default=None, help="kubeconfig file [default: in-cluster, then $KUBECONFIG].")
-@click.option(
-    "--strategy", default=None, envvar=_env("STRATEGY"), help="Score strategy [default: LeastAllocated]."
-)
-@click.option(
-    "--weight", "weights", multiple=True, envvar=_env("WEIGHT"), metavar="RES=W", help="Score weight."
-)
-@click.option(
-    "--cache-resync-period",
-    default="0",
-    show_default=True,
-    envvar=_env("CACHE_RESYNC_PERIOD"),
-    metavar="DURATION",
-    help="cacheResyncPeriodSeconds (5s, 1m, or bare seconds): > 0 enables the reserve cache (OverReserve).",
-)
-@click.option(
-    "--discard-reserved", is_flag=True, envvar=_env("DISCARD_RESERVED"), help="discardReservedNodes."
-)
-@click.option("--foreign-pods-detect", default="All", show_default=True, envvar=_env("FOREIGN_PODS_DETECT"))
-@click.option("--resync-method", default="Autodetect", show_default=True, envvar=_env("RESYNC_METHOD"))
-@click.option("--informer-mode", default="Dedicated", show_default=True, envvar=_env("INFORMER_MODE"))
-@click.option(
-    "--scheduler-profile",
-    "scheduler_profiles",
-    multiple=True,
-    envvar=_env("SCHEDULER_PROFILE"),
-    help="schedulerName whose pods are ours (others are foreign) [default: topo-aware-scheduler].",
-)
-@click.option(
-    "--heartbeat-namespace",
-    default="rte",
-    show_default=True,
-    envvar=_env("HEARTBEAT_NAMESPACE"),
-    help="Namespace of the agents' Leases; empty: no Lease watch.",
-)
-@click.option("--heartbeat-max-age", default="0", envvar=_env("HEARTBEAT_MAX_AGE"), metavar="DURATION")
-@click.option("--stale-action", default="ignore", envvar=_env("STALE_ACTION"), show_default=True)
-@click.option(
-    "--stale-if-no-heartbeat",
-    is_flag=True,
-    envvar=_env("STALE_IF_NO_HEARTBEAT"),
-    help="A node with no agent Lease at all counts as stale.",
-)
-@click.option("--resync-scope", default="All", show_default=True, envvar=_env("RESYNC_SCOPE"))
-@click.option(
-    "--dirty-after-failures",
-    default="1",
-    show_default=True,
-    envvar=_env("DIRTY_AFTER_FAILURES"),
-    metavar="N",
-    help="Filter failures in a row before a node's fingerprint is checked (1: the reference).",
-)
-@click.option(
-    "--absent-pod-grace",
-    default="30s",
-    show_default=True,
-    envvar=_env("ABSENT_POD_GRACE"),
-    metavar="DURATION",
-    help="How long a reservation survives a flush while its pod is missing from the pod list.",
-)
-@click.option(
-    "--follow-clean-nodes/--no-follow-clean-nodes",
-    default=True,
-    show_default=True,
-    envvar=_env("FOLLOW_CLEAN_NODES"),
-    help="Adopt new NRTs at once on nodes with no reservation and no mark (off: the reference).",
-)
-@click.option(
-    "--startup-grace",
-    default="0",
-    show_default=True,
-    envvar=_env("STARTUP_GRACE"),
-    metavar="DURATION",
-    help="After start, nodes not yet confirmed by a fingerprint match are not trusted this long.",
-)
-@click.option(
-    "--load-mode", default="off", show_default=True, envvar=_env("LOAD_MODE"), help="off, filter or score."
-)
-@click.option(
-    "--load-threshold",
-    "load_thresholds",
-    multiple=True,
-    envvar=_env("LOAD_THRESHOLD"),
-    metavar="ATTR=PERCENT",
-    help="Zone attribute and the percent above which the zone is busy [default: cpuUtilizationPercent=80].",
-)
-@click.option(
-    "--load-score-factor",
-    default="0.5",
-    show_default=True,
-    envvar=_env("LOAD_SCORE_FACTOR"),
-    help="Score mode: the factor applied to a node whose chosen zone is busy.",
-)
-@click.option(
-    "--kubelet-accurate-sidecars",
-    is_flag=True,
-    envvar=_env("KUBELET_ACCURATE_SIDECARS"),
-    help="Account sidecar containers as the kubelet does (the reference treats them as init containers).",
-)
-@click.option(
-    "--nrt-file",
-    "nrt_files",
-    multiple=True,
-    metavar="NRT.yaml",
-    help="Serve these NRTs instead of watching a cluster (no pods, no Leases).",
-)
-@click.option("--log-level", default="info", envvar=_env("LOG_LEVEL"), show_default=True)
 @reports_errors
-def extender_cmd(log_level: str, **options: Any) -> None:
-    """Serve kube-scheduler's HTTP extender API (filter, prioritize) over watched NRTs."""
-    import logging
+def extender_cmd(config_file: str | None, dump_config: bool, **options: Any) -> None:
+    """Serve kube-scheduler's HTTP extender API (filter, prioritize) over watched NRTs.
 
-    from rte.extender.app import run_extender
-    from rte.extender.settings import extender_settings
+    Settings come from defaults < --config FILE < RTE_EXTENDER_* environment < flags (see
+    --dump-config).
+    """
+    from rte.commands.extender import extender
 
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        raise InputError("--log-level", f"unknown level {log_level!r}; expected debug, info or warning")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run_extender(extender_settings(**options))
+    extender(
+        config_file=config_file, flags=setting_flags(_extender_schema(), options), dump_config=dump_config
+    )
 
 
 # `rte simulate`: its module imports only click at the top; the simulator loads when it runs.

@@ -78,3 +78,9 @@ def _importers_of(target: str, under: Path) -> list[str]:
 def test_nothing_below_the_command_line_imports_it() -> None:
     # rte/__main__.py is the `python -m rte` entry point, above the CLI.
     assert _importers_of("rte.cli", RTE) == ["rte/__main__.py"]
+
+
+def test_the_extender_and_the_settings_never_import_the_commands() -> None:
+    assert _importers_of("rte.commands", RTE / "extender") == []
+    assert _importers_of("rte.commands", RTE / "settings") == []
+    assert _importers_of("rte.commands", RTE / "consumer") == []
