@@ -9,7 +9,6 @@ settings do not, like the Go agents' duration flags.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -51,4 +50,6 @@ def format_duration(seconds: float) -> str:
         count = round(seconds / size)
         if count >= 1 and count * _UNITS[unit] == seconds:
             return f"{count}{unit}"
+    from decimal import Decimal  # only for the rare value no unit gives back exactly
+
     return f"{format(Decimal(repr(float(seconds))), 'f')}s"

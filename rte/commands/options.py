@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, LIST, PATH, FieldInfo, Schema
-from rte.settings.values import shown
 
 _METAVAR = {DURATION: "DURATION", PATH: "PATH", INT: "N", FLOAT: "NUMBER", LIST: "TEXT"}
 _OLD = "__old"
@@ -72,6 +71,8 @@ class _SettingOption(click.Option):
 
 def help_text(info: FieldInfo) -> str:
     """The setting's docstring, default and environment variable: ``... [default: 500ms; env: RTE_X]``."""
+    from rte.settings.values import shown
+
     default = shown(info.spec, info.default)
     extras = ([f"default: {default}"] if default else []) + [f"env: {info.env}"]
     return f"{info.doc}  [{'; '.join(extras)}]"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from rte.durations import format_duration, parse_duration
-from rte.errors import ConfigError
-from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, LIST, PATH, Spec
+from rte.errors import ConfigError, InputError, SettingError
+from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, LIST, PATH, SETTING, Spec
 
 _TRUE = frozenset({"true", "yes", "on", "1", "t", "y"})
 _FALSE = frozenset({"false", "no", "off", "0", "f", "n"})
@@ -170,3 +171,35 @@ def shown(spec: Spec, value: Any) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value)
     return "" if value is None else str(value)
+
+
+def validate(settings: Any) -> None:
+    """Check every setting field of the dataclass instance ``settings`` against its spec.
+
+    For settings built in code rather than loaded: a value outside its bounds, not one of its
+    choices (in canonical spelling) or refused by its check raises a
+    :class:`~rte.errors.SettingError` naming the field.
+    """
+    for f in fields(settings):
+        spec = f.metadata.get(SETTING)
+        if spec is not None:
+            _validate_value(spec, getattr(settings, f.name), f.name)
+
+
+def _validate_value(spec: Spec, value: Any, name: str) -> None:
+    if value is None and spec.optional:
+        return
+    try:
+        if spec.kind == LIST:
+            for item in value:
+                _validate_value(spec.item or Spec("str"), item, name)
+            return
+        if spec.kind == CHOICE:
+            allowed = spec.allowed if spec.enum is None else tuple(spec.enum)
+            if value not in allowed:
+                raise ConfigError(name, f"{value!r} is not one of {', '.join(spec.allowed)}")
+        check_bounds(spec, value, name)
+        if spec.check is not None and isinstance(value, str):
+            spec.check(value, name)
+    except InputError as e:
+        raise SettingError(name, e.detail) from e
