@@ -173,3 +173,13 @@ def test_a_bad_kubelet_config_is_one_line_with_status_2(tmp_path: Path) -> None:
     assert code == 2
     assert "kubelet.yaml" in err and "sometimes" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["Bad Name!", "UPPER", "a_b", "x" * 254])
+def test_a_node_name_that_cannot_name_an_object_is_refused_as_rte_run_refuses_it(name: str) -> None:
+    code, out, err = _dump("--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", name)
+    assert code == 2
+    assert out == ""
+    assert err == f"rte: error: --node-name: {name!r} is not a valid object name (lowercase DNS subdomain)\n"
+    run = CliRunner().invoke(main, ["run", "--dump-config", "--node-name", name])
+    assert (run.exit_code, run.stderr) == (2, err)
