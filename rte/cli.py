@@ -43,7 +43,7 @@ def _method_option(help_text: str) -> Callable[[F], F]:
     )
 
 
-@main.command("fingerprint")
+@main.command("fingerprint", short_help="Print the pod-set fingerprint of a pod list or of a kubelet's pods.")
 @click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
 @click.option("--trace", is_flag=True, help="Write the computation trace (Status JSON) to stderr.")
 @click.option("--node-name", default="", help="Node name recorded in the trace.")
@@ -70,7 +70,7 @@ def fingerprint_cmd(
     fingerprint_pairs(pods, trace=trace, node_name=node_name, expected=expected)
 
 
-@main.command("dump")
+@main.command("dump", short_help="Print the NRT this node would publish (writes nothing).")
 @click.option(
     "--sysfs", "sysfs_root", default=None, help="sysfs root (holds devices/system/node) [default: /sys]."
 )
@@ -155,14 +155,17 @@ def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str,
     )
 
 
-@main.command("fit")
+@main.command("fit", short_help="Show on which NRTs a pod fits NUMA-aligned, why not, and its score.")
 @click.option("--pod", "pod_path", required=True, metavar="POD.yaml", help="The Pod manifest to place.")
 @click.option(
     "--node",
     "node_paths",
     multiple=True,
     metavar="NODE.yaml",
-    help="Node objects (their status.allocatable is checked); repeatable.",
+    help="Node objects; repeatable. On a node whose NRT is filtered (single-numa-node policy), a"
+    " requested resource missing from the Node's status.allocatable (by name; cpu, memory, pods and"
+    " ephemeral-storage always count as present) means no fit. A Node without an NRT is listed too,"
+    " and fits.",
 )
 @click.option(
     "--strategy",
