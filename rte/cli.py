@@ -36,7 +36,7 @@ def _method_option(help_text: str) -> Callable[[F], F]:
     """The fingerprint method flag shared by `fingerprint` and `dump`."""
     return click.option(
         "--method",
-        type=click.Choice(["all", "with-exclusive-resources"]),
+        type=click.Choice(["all", "with-exclusive-resources"], case_sensitive=False),
         default="with-exclusive-resources",
         show_default=True,
         help=help_text,
@@ -76,7 +76,11 @@ def fingerprint_cmd(
 )
 @click.option("--node-name", default=None, help="Object name [default: this host's name].")
 @click.option(
-    "-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"], case_sensitive=False),
+    default="table",
+    show_default=True,
 )
 @click.option(
     "--podresources",
@@ -198,7 +202,7 @@ def fit_cmd(
     """
     from rte.commands.fit import fit
 
-    fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output)
+    fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output.lower())
 
 
 def _extender_schema() -> Schema[Any]:

@@ -183,3 +183,21 @@ def test_a_node_name_that_cannot_name_an_object_is_refused_as_rte_run_refuses_it
     assert err == f"rte: error: --node-name: {name!r} is not a valid object name (lowercase DNS subdomain)\n"
     run = CliRunner().invoke(main, ["run", "--dump-config", "--node-name", name])
     assert (run.exit_code, run.stderr) == (2, err)
+
+
+def test_choices_are_read_in_any_case() -> None:
+    code, out, err = _dump(
+        "--sysfs",
+        str(R640),
+        "--podresources",
+        str(R640_STATIC),
+        "--node-name",
+        "x",
+        "-o",
+        "JSON",
+        "--method",
+        "ALL",
+    )
+    assert code == 0, err
+    attributes = {a["name"]: a["value"] for a in json.loads(out)["attributes"]}
+    assert attributes["nodeTopologyPodsFingerprintMethod"] == "all"
