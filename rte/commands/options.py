@@ -52,10 +52,6 @@ class SettingsCommand(click.Command):
         self._own = list(value)
         self._all = None
 
-    @property
-    def schema(self) -> Schema[Any]:
-        return self._schema()
-
 
 class _SettingOption(click.Option):
     """An option whose help (the setting's docstring) is only looked up for ``--help``."""

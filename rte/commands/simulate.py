@@ -124,6 +124,7 @@ def check_plot_target(path: str) -> None:
     type=click.Choice(["table", "json"], case_sensitive=False),
     default="table",
     show_default=True,
+    help="A table, or the whole result as one JSON object.",
 )
 @click.option("--series", is_flag=True, help="JSON: include the sampled time series.")
 @click.option(

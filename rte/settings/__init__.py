@@ -7,7 +7,8 @@ come:
 
 * **flags**: ``--poll-interval 2s``, one per field (:mod:`rte.commands.options`), with the field's
   docstring, default and environment variable as help;
-* **environment**: ``<PREFIX><FLAG>`` (``RTE_POLL_INTERVAL``, ``RTE_EXTENDER_LISTEN``);
+* **environment**: ``<PREFIX><FLAG>`` (``RTE_POLL_INTERVAL``, ``RTE_EXTENDER_LISTEN``); a list
+  setting's items are separated by commas or whitespace there, by commas in a flag;
 * **file**: a YAML mapping given with ``--config FILE`` (or ``<PREFIX>CONFIG``), keyed by field
   name; a key that is not a setting is an error naming the file and the key;
 * **dump**: ``--dump-config`` prints the effective values as such a file, commented, which

@@ -21,7 +21,8 @@ DURATION = "duration"
 CHOICE = "choice"
 """One of ``choices`` (or of an enum's values), matched in any case."""
 LIST = "list"
-"""A tuple of ``item`` values: a YAML list, or comma-separated text."""
+"""A tuple of ``item`` values: a YAML list; in a flag, repeated and/or comma-separated; in the
+environment, separated by commas or whitespace."""
 
 SETTING = "rte.setting"
 """The metadata key under which a field's :class:`Spec` is stored."""
