@@ -19,7 +19,8 @@ from bench.timing import Row, median_seconds
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.requests import prepare_pod
-from rte.consumer.score import STRATEGIES, Scorer, ScoringStrategy
+from rte.consumer.score import Scorer, ScoringStrategy
+from rte.consumer.strategies import STRATEGIES
 from rte.model.pod import Container, Pod
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
 

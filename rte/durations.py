@@ -8,7 +8,6 @@ settings do not, like the Go agents' duration flags.
 
 from __future__ import annotations
 
-import math
 import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -39,11 +38,18 @@ def parse_duration(text: str, *, bare_seconds: bool = False) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """The shortest exact spelling among ``h``, ``m``, ``s``, ``ms`` (``0.5`` -> ``500ms``)."""
+    """The shortest spelling among ``h``, ``m``, ``s``, ``ms`` that reads back as exactly ``seconds``.
+
+    ``0.5`` -> ``500ms``, ``90`` -> ``90s``. A value no whole count of a unit gives back exactly
+    (``0.7``, since 700 x 0.001 is not 0.7 in binary) is written as decimal seconds (``0.7s``),
+    so that a dumped setting loads back bit for bit.
+    """
     if seconds == 0:
         return "0"
     for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3)):
-        count = seconds / size
-        if math.isclose(count, round(count), rel_tol=0, abs_tol=1e-9) and round(count) >= 1:
-            return f"{round(count)}{unit}"
-    return f"{seconds * 1000:g}ms"
+        count = round(seconds / size)
+        if count >= 1 and count * _UNITS[unit] == seconds:
+            return f"{count}{unit}"
+    from decimal import Decimal  # only for the rare value no unit gives back exactly
+
+    return f"{format(Decimal(repr(float(seconds))), 'f')}s"

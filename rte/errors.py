@@ -30,6 +30,18 @@ class ConfigError(InputError):
     """An invalid setting (config file, environment variable or flag)."""
 
 
+class SettingError(ConfigError):
+    """A setting's value is invalid, found where the value is used rather than where it was typed.
+
+    ``field`` is the setting's name; the settings loader replaces it with the layer the value
+    came from (``--flag``, ``RTE_X`` or ``file: key``), so the user sees where to fix it.
+    """
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(field, detail)
+        self.field = field
+
+
 class UnavailableError(RteError):
     """A peer (kubelet, apiserver) cannot be reached right now; retrying may help."""
 

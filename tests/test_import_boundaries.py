@@ -102,3 +102,27 @@ def test_the_apiserver_double_without_jsonschema_names_the_extra_to_install() ->
         "ModuleNotFoundError: rte.testing.apiserver needs jsonschema to validate custom resources: "
         "pip install 'rte[test]'"
     )
+
+
+def _importers_of(target: str, under: Path) -> list[str]:
+    """The modules under ``under`` that import ``target`` or one of its submodules, anywhere."""
+    root = Path(rte.__file__).parent
+    found = []
+    for path in sorted(under.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        named = _imported_names(path, package=".".join(parts[:-1]))
+        if any(n == target or n.startswith(target + ".") for n in named):
+            found.append("/".join(parts) + ".py")
+    return found
+
+
+def test_nothing_below_the_command_line_imports_it() -> None:
+    # rte/__main__.py is the `python -m rte` entry point, above the CLI.
+    assert _importers_of("rte.cli", Path(rte.__file__).parent) == ["rte/__main__.py"]
+
+
+def test_the_extender_and_the_settings_never_import_the_commands() -> None:
+    root = Path(rte.__file__).parent
+    assert _importers_of("rte.commands", root / "extender") == []
+    assert _importers_of("rte.commands", root / "settings") == []
+    assert _importers_of("rte.commands", root / "consumer") == []

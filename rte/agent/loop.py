@@ -41,11 +41,11 @@ from typing import Protocol
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, TokenBucket
 from rte.agent.scanner import Scan, Scanner
+from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
-from rte.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Agent:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: AgentSettings,
         scanner: Scanner,
         *,
         metrics: AgentMetrics,

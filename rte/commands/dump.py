@@ -18,11 +18,12 @@ from typing import TextIO
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.agent.kubelet import open_reader
 from rte.commands.render import render_table
-from rte.errors import NotSupportedError, UnavailableError
+from rte.errors import ConfigError, NotSupportedError, UnavailableError
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
+from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
 from rte.podres.source import DEFAULT_ENDPOINT
@@ -100,6 +101,12 @@ def dump(
 ) -> NodeTopology:
     out = out or sys.stdout
     err = err or sys.stderr
+    name = node_name or socket.gethostname().lower()  # as rte run names its object
+    problem = object_name_problem(name)
+    if problem:
+        raise ConfigError(
+            "--node-name", problem if node_name else f"{problem} (the host name; give --node-name)"
+        )
     machine = read_machine(Path(sysfs_root or DEFAULT_SYSFS))
     config = load_kubelet_config(Path(kubelet_config)) if kubelet_config else None
     endpoint = podresources or DEFAULT_ENDPOINT
@@ -112,7 +119,7 @@ def dump(
         )
     topology, accounting = compute_topology(
         machine,
-        node_name or socket.gethostname(),
+        name,
         config,
         KubeletInputs(kubelet.allocatable, kubelet.pods) if kubelet else None,
         method,

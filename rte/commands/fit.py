@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from rte.commands.scoring import scoring_strategy
 from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
 from rte.consumer.numaview import build_view
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import topologies_from_file
+from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, strategy_name, weight_table
 from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.quantity import Amount
@@ -120,7 +120,7 @@ def fit(
     """Evaluate the pod in ``pod_path`` on every node and print the verdicts; returns them."""
     if output not in OUTPUTS:
         raise InputError("--output", f"unknown format {output!r}; expected one of {', '.join(OUTPUTS)}")
-    scoring = scoring_strategy(strategy, weights)
+    scoring = ScoringStrategy(strategy_name(strategy or DEFAULT_STRATEGY_NAME), weight_table(weights))
     if not nrt_paths and not node_paths:
         raise InputError("NRT", "give at least one NodeResourceTopology file (or --node file)")
     pod = load_pod(Path(pod_path))

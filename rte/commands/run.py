@@ -35,6 +35,7 @@ from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
 from rte.agent.scanner import KubeletConfigCache, MemoryStateCache, Scanner, ZoneAttributes
+from rte.agent.settings import AgentSettings, dump_settings, load_settings, parse_address
 from rte.agent.status import AgentStatus
 from rte.agent.watch import FileWatcher, WatchSpec
 from rte.errors import RteError
@@ -43,8 +44,6 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
-from rte.settings import Settings
-from rte.settings_loader import dump_settings, load_settings, parse_address
 
 log = logging.getLogger("rte.agent")
 
@@ -76,7 +75,7 @@ def printer(output: str, out: TextIO) -> Callable[[NodeTopology], None]:
     return sink
 
 
-def _zone_load(settings: Settings) -> ZoneAttributes | None:
+def _zone_load(settings: AgentSettings) -> ZoneAttributes | None:
     if not settings.zone_load:
         return None
     from rte.agent.load import ZoneLoadSampler
@@ -96,7 +95,7 @@ def _zone_load(settings: Settings) -> ZoneAttributes | None:
     return sample
 
 
-def _watch_specs(settings: Settings) -> list[WatchSpec]:
+def _watch_specs(settings: AgentSettings) -> list[WatchSpec]:
     specs = []
     if settings.notify_file is not None:
         specs.append(WatchSpec(settings.notify_file.parent, frozenset({settings.notify_file.name}), "notify"))
@@ -119,7 +118,7 @@ def _ensure_notify_file(path: Path) -> None:
 class _Cluster:
     """The apiserver side: publisher, pod watch and heartbeat (absent with --no-publish)."""
 
-    def __init__(self, settings: Settings, stop: threading.Event, on_pods: Callable[[], None]) -> None:
+    def __init__(self, settings: AgentSettings, stop: threading.Event, on_pods: Callable[[], None]) -> None:
         from rte.agent.heartbeat import Heartbeat
         from rte.agent.kube import load_api_client
         from rte.agent.podwatch import NodePodWatch
@@ -160,7 +159,7 @@ class _Cluster:
 
 
 def build_agent(
-    settings: Settings,
+    settings: AgentSettings,
     *,
     out: TextIO,
     output: str,
@@ -262,7 +261,7 @@ def _close_within(timeout: float, closers: list[Callable[[], None]]) -> None:
         log.warning("clients did not close within %.1fs; exiting anyway", timeout)
 
 
-def _run_once(agent: Agent, cluster: _Cluster | None, settings: Settings) -> None:
+def _run_once(agent: Agent, cluster: _Cluster | None, settings: AgentSettings) -> None:
     if cluster is not None and cluster.pod_watch is not None:
         cluster.pod_watch.start()
         if not cluster.pod_watch.wait_synced(settings.api_timeout):
@@ -306,7 +305,9 @@ class _Signals:
             select.select([self._read], [], [], 1.0)
 
 
-def _run_daemon(agent: Agent, cluster: _Cluster | None, settings: Settings, stop: threading.Event) -> None:
+def _run_daemon(
+    agent: Agent, cluster: _Cluster | None, settings: AgentSettings, stop: threading.Event
+) -> None:
     signals = _Signals()
 
     if settings.notify_file is not None:

@@ -18,7 +18,8 @@ from rte.consumer.cycle import filter_nodes, score_nodes
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, prepare_pod
-from rte.consumer.score import DEFAULT_STRATEGY, DEFAULT_WEIGHTS, Scorer, ScoringStrategy
+from rte.consumer.score import DEFAULT_STRATEGY, Scorer, ScoringStrategy
+from rte.consumer.strategies import DEFAULT_WEIGHTS
 from rte.errors import InputError
 from rte.model.pod import Pod, resource_quantities
 from rte.model.quantity import Amount

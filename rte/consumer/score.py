@@ -35,6 +35,15 @@ from dataclasses import dataclass, field
 from rte.consumer.least_numa import least_numa_score
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
+from rte.consumer.strategies import (
+    BALANCED_ALLOCATION,
+    DEFAULT_STRATEGY_NAME,
+    DEFAULT_WEIGHTS,
+    LEAST_ALLOCATED,
+    LEAST_NUMA_NODES,
+    MOST_ALLOCATED,
+    STRATEGIES,
+)
 from rte.errors import ConfigError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
@@ -42,19 +51,12 @@ from rte.model.quantity import Amount
 MAX_SCORE = 100
 MIN_SCORE = 0
 
-MOST_ALLOCATED = "MostAllocated"
-LEAST_ALLOCATED = "LeastAllocated"
-BALANCED_ALLOCATION = "BalancedAllocation"
-LEAST_NUMA_NODES = "LeastNUMANodes"
-STRATEGIES = (MOST_ALLOCATED, LEAST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES)
-DEFAULT_WEIGHTS: Mapping[str, int] = {"cpu": 1, "memory": 1}
-
 
 @dataclass(frozen=True, slots=True)
 class ScoringStrategy:
     """The plugin's ``scoringStrategy``: a type and per-resource weights."""
 
-    type: str = LEAST_ALLOCATED
+    type: str = DEFAULT_STRATEGY_NAME
     weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
 
     def __post_init__(self) -> None:
@@ -225,6 +227,18 @@ def _balanced_score(req: Request, weighted: Weighted, view: NumaView, most: bool
     return 0 if worst == -1.0 else balanced_zone_score(worst)
 
 
+ZoneScore = Callable[[Request, Weighted, NumaView, bool], int]
+"""A zone-score function: (request, weighted request, view, most) -> the node's score."""
+
+SCORE_FUNCTIONS: Mapping[str, tuple[ZoneScore, bool] | None] = {
+    MOST_ALLOCATED: (_allocated_score, True),
+    LEAST_ALLOCATED: (_allocated_score, False),
+    BALANCED_ALLOCATION: (_balanced_score, False),
+    LEAST_NUMA_NODES: None,  # scored over zone combinations: rte.consumer.least_numa
+}
+"""Each strategy of :mod:`rte.consumer.strategies` and how it scores a node's zones."""
+
+
 def _clamp(score: int) -> int:
     return score if MIN_SCORE <= score <= MAX_SCORE else (MIN_SCORE if score < MIN_SCORE else MAX_SCORE)
 
@@ -254,13 +268,10 @@ class Scorer:
         self.strategy = strategy
         # A pod that is not Guaranteed scores 100 whatever the node: no per-node work at all.
         self._constant: int | None = None if prep.guaranteed else MAX_SCORE
-        self._least_numa = strategy.type == LEAST_NUMA_NODES
-        self._most = strategy.type == MOST_ALLOCATED
-        balanced = strategy.type == BALANCED_ALLOCATION
-        # Every zone-score function takes (request, weighted request, view, most).
-        self._zone_score: Callable[[Request, Weighted, NumaView, bool], int] = (
-            _balanced_score if balanced else _allocated_score
-        )
+        zone_score = SCORE_FUNCTIONS[strategy.type]
+        self._least_numa = zone_score is None
+        self._zone_score: ZoneScore
+        self._zone_score, self._most = zone_score or (_allocated_score, False)
         self._pod = (prep.pod_request, _weigh(prep.pod_request, strategy)) if prep.pod_request.items else None
         # Empty requests are left out of the container mean (the reference divides by zero).
         self._containers = tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items)

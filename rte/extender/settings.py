@@ -1,53 +1,37 @@
-"""Settings of ``rte extender``, named after the reference plugin's arguments (reference §6).
+"""Settings of ``rte extender``: :class:`ExtenderOptions` as typed (flags, ``RTE_EXTENDER_*``
+environment, ``--config FILE``; see :mod:`rte.settings`) and :class:`ExtenderSettings`, what
+the extender runs with.
 
-| flag (env ``RTE_EXTENDER_*``) | plugin argument | default |
-|---|---|---|
-| ``--strategy`` | ``scoringStrategy.type`` | ``LeastAllocated`` |
-| ``--weight RES=W`` (repeatable) | ``scoringStrategy.resources`` | cpu=1, memory=1 |
-| ``--cache-resync-period SECONDS`` | ``cacheResyncPeriodSeconds`` | 0: Passthrough, no reserve cache |
-| ``--discard-reserved`` | ``discardReservedNodes`` | off (see below) |
-| ``--foreign-pods-detect`` | ``cache.foreignPodsDetect`` | ``All`` |
-| ``--resync-method`` | ``cache.resyncMethod`` | ``Autodetect`` |
-| ``--informer-mode`` | ``cache.informerMode`` | ``Dedicated`` |
-| ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` | ``topo-aware-scheduler`` |
+Options named after the reference plugin's arguments keep its defaults:
 
-The defaults are the reference's; the example deployment sets the values its README recommends
-(a 5 s period, ``OnlyExclusiveResources``). rte's own additions, each off or at the reference's
-behaviour by default (see :class:`~rte.consumer.cacheconfig.CacheConfig` for their meaning):
+| flag | plugin argument |
+|---|---|
+| ``--strategy`` | ``scoringStrategy.type`` |
+| ``--weight RES=W`` (repeatable) | ``scoringStrategy.resources`` |
+| ``--cache-resync-period`` | ``cacheResyncPeriodSeconds`` (0: Passthrough, no reserve cache) |
+| ``--discard-reserved`` | ``discardReservedNodes`` |
+| ``--foreign-pods-detect`` | ``cache.foreignPodsDetect`` |
+| ``--resync-method`` | ``cache.resyncMethod`` |
+| ``--informer-mode`` | ``cache.informerMode`` |
+| ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` |
 
-| flag | ``CacheConfig`` field | default |
-|---|---|---|
-| ``--resync-scope All|OnlyResources`` | ``resync_scope`` | ``All`` |
-| ``--dirty-after-failures N`` | ``dirty_after_failures`` | 1 (the reference) |
-| ``--absent-pod-grace DURATION`` | ``absent_pod_grace`` | 30s |
-| ``--no-follow-clean-nodes`` | ``follow_clean_nodes`` | follow |
-| ``--heartbeat-max-age DURATION`` | ``heartbeat_max_age`` | 0: off |
-| ``--stale-action ignore|treat-as-no-nrt|unschedulable`` | ``stale_action`` | ``ignore`` |
-| ``--stale-if-no-heartbeat`` | ``stale_if_no_heartbeat`` | off |
-| ``--startup-grace DURATION`` | ``startup_grace`` | 0: off |
-| ``--load-mode off|filter|score`` | ``load.mode`` | ``off`` |
-| ``--load-threshold ATTR=PERCENT`` (repeatable) | ``load.thresholds`` | cpuUtilizationPercent=80 |
-| ``--load-score-factor F`` | ``load.score_factor`` | 0.5 |
-
-and ``--kubelet-accurate-sidecars`` (account sidecars as the kubelet does, see
-:mod:`rte.consumer.filter`), ``--listen``, ``--kubeconfig``, ``--heartbeat-namespace`` (where
-the agents renew their Leases; empty disables the Lease watch) and ``--nrt-file`` (serve NRTs
-from files, with no cluster: for trying it out and for tests).
+rte's additions (see :class:`~rte.consumer.cacheconfig.CacheConfig` for their meaning) are off
+or at the reference's behaviour by default, except ``--follow-clean-nodes``, which is on. The
+example deployment sets the values the reference README recommends (a 5 s period,
+``OnlyExclusiveResources``).
 
 ``--discard-reserved`` is accepted for parity, but an extender is told of a placement only once
 the pod is bound, which is when DiscardReserved stops blocking the node: behind an extender it
 behaves like Passthrough.
-
-Every mistake is a one-line :class:`~rte.errors.ConfigError` naming the flag.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rte.commands.scoring import scoring_strategy
 from rte.consumer.cacheconfig import (
     DEFAULT_PROFILE,
     CacheConfig,
@@ -60,27 +44,29 @@ from rte.consumer.cacheconfig import (
     ResyncScope,
     StaleAction,
     cache_settings_from_plugin_args,
-    parse_enum,
 )
-from rte.consumer.score import ScoringStrategy
-from rte.durations import parse_duration
+from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES, parse_weight, weight_table
 from rte.errors import ConfigError
-from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
+from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE, ZONE_CPU_UTILIZATION
+from rte.settings.loader import load
+from rte.settings.schema import (
+    BOOL,
+    CHOICE,
+    DURATION,
+    FLOAT,
+    INT,
+    LIST,
+    PATH,
+    STR,
+    Schema,
+    Spec,
+    setting,
+)
 
-DEFAULT_LISTEN = ":8888"
-ENV_PREFIX = "RTE_EXTENDER_"
+if TYPE_CHECKING:
+    from rte.consumer.score import ScoringStrategy
 
-
-@dataclass(frozen=True)
-class ExtenderSettings:
-    strategy: ScoringStrategy
-    cache: CacheSettings
-    host: str = "0.0.0.0"
-    port: int = 8888
-    kubeconfig: str | None = None
-    heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
-    nrt_files: tuple[Path, ...] = ()
-    kubelet_accurate_sidecars: bool = False
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
@@ -98,110 +84,158 @@ def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
     return host, port
 
 
-def _seconds(text: str | None, source: str) -> float:
-    """A duration (``5s``, ``1m``) or bare seconds, like the plugin's ``cacheResyncPeriodSeconds``."""
-    if text is None or not str(text).strip():
-        return 0.0
+def parse_load_threshold(text: str, source: str = "--load-threshold") -> tuple[str, int]:
+    """``"cpuUtilizationPercent=80"`` -> ``("cpuUtilizationPercent", 80)``; percents are 0..100."""
+    attribute, sep, percent = text.partition("=")
     try:
-        return parse_duration(str(text), bare_seconds=True)
+        value = int(percent.strip()) if sep and attribute.strip() else None
     except ValueError:
-        raise ConfigError(source, f"expected a duration or a number of seconds, got {text!r}") from None
+        value = None
+    if value is None or not 0 <= value <= 100:
+        raise ConfigError(source, f"expected ATTRIBUTE=PERCENT (0..100), got {text!r}")
+    return attribute.strip(), value
 
 
-def _integer(value: int | str, source: str, *, minimum: int) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise ConfigError(source, f"expected an integer, got {value!r}") from None
-    if number < minimum:
-        raise ConfigError(source, f"must be at least {minimum}, got {number}")
-    return number
+def _enum(kind: type) -> dict[str, Any]:
+    return setting(CHOICE, enum=kind)
 
 
-def _load(mode: str, thresholds: Sequence[str], score_factor: float | str) -> LoadAwareConfig:
-    """The load-aware option: ``--load-threshold ATTR=PERCENT`` replaces the default thresholds."""
-    parsed: dict[str, int] = {}
-    for item in thresholds:
-        attribute, sep, percent = item.partition("=")
-        try:
-            value = int(percent.strip()) if sep and attribute.strip() else None
-        except ValueError:
-            value = None
-        if value is None or not 0 <= value <= 100:
-            raise ConfigError("--load-threshold", f"expected ATTRIBUTE=PERCENT (0..100), got {item!r}")
-        parsed[attribute.strip()] = value
-    try:
-        factor = float(str(score_factor).strip())
-    except ValueError:
-        raise ConfigError("--load-score-factor", f"expected a number, got {score_factor!r}") from None
-    if not 0 <= factor <= 1:
-        raise ConfigError("--load-score-factor", f"must be within 0..1, got {factor:g}")
-    default = LoadAwareConfig()
-    return LoadAwareConfig(
-        mode=parse_enum(LoadMode, mode, "--load-mode"),
-        thresholds=parsed or default.thresholds,
-        score_factor=factor,
+@dataclass(frozen=True)
+class ExtenderOptions:
+    """What ``rte extender`` is told; durations are seconds."""
+
+    listen: str = field(default=":8888", metadata=setting(STR, check=parse_listen, metavar="HOST:PORT"))
+    """Address to serve on: HOST:PORT, :PORT (every address) or PORT; [::1]:PORT for IPv6."""
+    kubeconfig: Path | None = field(default=None, metadata=setting(PATH))
+    """kubeconfig file; empty: the in-cluster service account, else $KUBECONFIG or ~/.kube/config."""
+    strategy: str = field(default=DEFAULT_STRATEGY_NAME, metadata=setting(CHOICE, choices=STRATEGIES))
+    """Score strategy (the plugin's scoringStrategy.type)."""
+    weights: tuple[str, ...] = field(
+        default=(),
+        metadata=setting(LIST, flag="weight", item=Spec(STR, check=parse_weight), metavar="RES=W"),
     )
+    """Score weight of a resource, a positive integer (scoringStrategy.resources); repeatable;
+    applied over cpu=1, memory=1."""
+    cache_resync_period: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    """cacheResyncPeriodSeconds (5s, 1m, or bare seconds): > 0 enables the reserve cache (OverReserve)."""
+    discard_reserved: bool = field(default=False, metadata=setting(BOOL))
+    """discardReservedNodes: the DiscardReserved cache (behind an extender it acts as Passthrough)."""
+    foreign_pods_detect: ForeignPodsDetect = field(
+        default=ForeignPodsDetect.ALL, metadata=_enum(ForeignPodsDetect)
+    )
+    """cache.foreignPodsDetect: which pods of other schedulers make a node's cached data untrusted."""
+    resync_method: ResyncMethod = field(default=ResyncMethod.AUTODETECT, metadata=_enum(ResyncMethod))
+    """cache.resyncMethod: which pods the cache fingerprints to compare with an NRT."""
+    informer_mode: InformerMode = field(default=InformerMode.DEDICATED, metadata=_enum(InformerMode))
+    """cache.informerMode: which pods count, as the agents' --informer-mode must match."""
+    scheduler_profiles: tuple[str, ...] = field(
+        default=(DEFAULT_PROFILE,), metadata=setting(LIST, flag="scheduler-profile", metavar="NAME")
+    )
+    """schedulerName whose pods are ours (others are foreign); repeatable."""
+    heartbeat_namespace: str = field(default=HEARTBEAT_LEASE_NAMESPACE, metadata=setting(STR))
+    """Namespace of the agents' Leases; empty: no Lease watch."""
+    heartbeat_max_age: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    """A node whose agent Lease was renewed longer ago than this is stale; 0: off."""
+    stale_action: StaleAction = field(default=StaleAction.IGNORE, metadata=_enum(StaleAction))
+    """What a stale node becomes: ignore (reported only), treat-as-no-nrt or unschedulable."""
+    stale_if_no_heartbeat: bool = field(default=False, metadata=setting(BOOL))
+    """A node with no agent Lease at all counts as stale."""
+    resync_scope: ResyncScope = field(default=ResyncScope.ALL, metadata=_enum(ResyncScope))
+    """OnlyResources: a Topology Manager change alone does not flush a node's cached data."""
+    dirty_after_failures: int = field(default=1, metadata=setting(INT, minimum=1))
+    """Filter failures in a row before a node's fingerprint is checked (1: the reference)."""
+    absent_pod_grace: float = field(default=30.0, metadata=setting(DURATION, bare_seconds=True))
+    """How long a reservation survives a flush while its pod is missing from the pod list."""
+    follow_clean_nodes: bool = field(default=True, metadata=setting(BOOL))
+    """Adopt new NRTs at once on nodes with no reservation and no mark (off: the reference)."""
+    startup_grace: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    """After start, nodes not yet confirmed by a fingerprint match are not trusted this long; 0: off."""
+    load_mode: LoadMode = field(default=LoadMode.OFF, metadata=_enum(LoadMode))
+    """Zones above a load threshold get no pods (filter) or lower the node's score (score)."""
+    load_thresholds: tuple[str, ...] = field(
+        default=(f"{ZONE_CPU_UTILIZATION}=80",),
+        metadata=setting(
+            LIST, flag="load-threshold", item=Spec(STR, check=parse_load_threshold), metavar="ATTR=PERCENT"
+        ),
+    )
+    """Zone attribute and the percent above which the zone is busy; repeatable (replaces the default)."""
+    load_score_factor: float = field(default=0.5, metadata=setting(FLOAT, minimum=0.0, maximum=1.0))
+    """Score mode: the factor applied to a node whose chosen zone is busy."""
+    kubelet_accurate_sidecars: bool = field(default=False, metadata=setting(BOOL))
+    """Account sidecar containers as the kubelet does (the reference treats them as init containers)."""
+    nrt_files: tuple[Path, ...] = field(
+        default=(), metadata=setting(LIST, flag="nrt-file", item=Spec(PATH), metavar="NRT.yaml")
+    )
+    """Serve the NRTs in these files instead of watching a cluster (no pods, no Leases); repeatable."""
+    log_level: str = field(default="info", metadata=setting(CHOICE, choices=LOG_LEVELS))
+    """Least severe level logged."""
+
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Where each non-default value came from (``RTE_EXTENDER_X``, ``<file>: key``, ``--flag``)."""
 
 
-def extender_settings(
-    *,
-    strategy: str | None = None,
-    weights: Sequence[str] = (),
-    cache_resync_period: str | None = None,
-    discard_reserved: bool = False,
-    foreign_pods_detect: str = "All",
-    resync_method: str = "Autodetect",
-    informer_mode: str = "Dedicated",
-    scheduler_profiles: Sequence[str] = (),
-    listen: str = DEFAULT_LISTEN,
-    kubeconfig: str | None = None,
-    heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE,
-    heartbeat_max_age: str | None = None,
-    stale_action: str = "ignore",
-    nrt_files: Sequence[str] = (),
-    resync_scope: str = "All",
-    dirty_after_failures: int | str = 1,
-    absent_pod_grace: str | None = "30s",
-    follow_clean_nodes: bool = True,
-    stale_if_no_heartbeat: bool = False,
-    startup_grace: str | None = None,
-    load_mode: str = "off",
-    load_thresholds: Sequence[str] = (),
-    load_score_factor: float | str = 0.5,
-    kubelet_accurate_sidecars: bool = False,
-) -> ExtenderSettings:
-    """Validate the raw flag values into :class:`ExtenderSettings`."""
-    scoring = scoring_strategy(strategy, weights)
-    period = _seconds(cache_resync_period, "--cache-resync-period")
-    max_age = _seconds(heartbeat_max_age, "--heartbeat-max-age")
-    profiles = frozenset(p.strip() for p in scheduler_profiles if p.strip()) or frozenset({DEFAULT_PROFILE})
+SCHEMA = Schema(ExtenderOptions, env_prefix="RTE_EXTENDER_", config_env="RTE_EXTENDER_CONFIG")
+
+
+@dataclass(frozen=True)
+class ExtenderSettings:
+    """What the extender runs with, derived from :class:`ExtenderOptions`."""
+
+    strategy: ScoringStrategy
+    cache: CacheSettings
+    host: str = "0.0.0.0"
+    port: int = 8888
+    kubeconfig: str | None = None
+    heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
+    nrt_files: tuple[Path, ...] = ()
+    kubelet_accurate_sidecars: bool = False
+
+
+def resolve(options: ExtenderOptions) -> ExtenderSettings:
+    """The scoring strategy, the cache selection and configuration, and the address of ``options``."""
+    from rte.consumer.score import ScoringStrategy
+
+    profiles = frozenset(p.strip() for p in options.scheduler_profiles if p.strip()) or frozenset(
+        {DEFAULT_PROFILE}
+    )
+    period = options.cache_resync_period
     selection = cache_settings_from_plugin_args(
-        {"cacheResyncPeriodSeconds": period, "discardReservedNodes": bool(discard_reserved)}, profiles
+        {"cacheResyncPeriodSeconds": period, "discardReservedNodes": options.discard_reserved}, profiles
     )
+    thresholds = dict(parse_load_threshold(item) for item in options.load_thresholds)
     config = CacheConfig(
         profiles=profiles,
-        foreign_pods_detect=parse_enum(ForeignPodsDetect, foreign_pods_detect, "--foreign-pods-detect"),
-        resync_method=parse_enum(ResyncMethod, resync_method, "--resync-method"),
-        informer_mode=parse_enum(InformerMode, informer_mode, "--informer-mode"),
-        heartbeat_max_age=max_age or None,
-        stale_action=parse_enum(StaleAction, stale_action, "--stale-action"),
-        resync_scope=parse_enum(ResyncScope, resync_scope, "--resync-scope"),
-        dirty_after_failures=_integer(dirty_after_failures, "--dirty-after-failures", minimum=1),
-        absent_pod_grace=_seconds(absent_pod_grace, "--absent-pod-grace"),
-        follow_clean_nodes=bool(follow_clean_nodes),
-        stale_if_no_heartbeat=bool(stale_if_no_heartbeat),
-        startup_grace=_seconds(startup_grace, "--startup-grace"),
-        load=_load(load_mode, load_thresholds, load_score_factor),
+        foreign_pods_detect=options.foreign_pods_detect,
+        resync_method=options.resync_method,
+        informer_mode=options.informer_mode,
+        heartbeat_max_age=options.heartbeat_max_age or None,
+        stale_action=options.stale_action,
+        resync_scope=options.resync_scope,
+        dirty_after_failures=options.dirty_after_failures,
+        absent_pod_grace=options.absent_pod_grace,
+        follow_clean_nodes=options.follow_clean_nodes,
+        stale_if_no_heartbeat=options.stale_if_no_heartbeat,
+        startup_grace=options.startup_grace,
+        load=LoadAwareConfig(
+            mode=options.load_mode,
+            thresholds=thresholds or LoadAwareConfig().thresholds,
+            score_factor=options.load_score_factor,
+        ),
     )
-    host, port = parse_listen(listen)
+    host, port = parse_listen(options.listen)
     return ExtenderSettings(
-        strategy=scoring,
+        strategy=ScoringStrategy(options.strategy, weight_table(options.weights)),
         cache=CacheSettings(mode=selection.mode, resync_period=period, config=config),
         host=host,
         port=port,
-        kubeconfig=kubeconfig or None,
-        heartbeat_namespace=heartbeat_namespace.strip(),
-        nrt_files=tuple(Path(p) for p in nrt_files),
-        kubelet_accurate_sidecars=bool(kubelet_accurate_sidecars),
+        kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
+        heartbeat_namespace=options.heartbeat_namespace.strip(),
+        nrt_files=options.nrt_files,
+        kubelet_accurate_sidecars=options.kubelet_accurate_sidecars,
     )
+
+
+def extender_settings(**flags: Any) -> ExtenderSettings:
+    """:class:`ExtenderSettings` from option values as typed (``cache_resync_period="5s"``), no
+    file or environment: for tests and programs embedding the extender."""
+    return resolve(load(SCHEMA, env={}, flags=flags))

@@ -1,14 +1,22 @@
-"""Every knob of a simulation, with defaults and validation (one-line errors naming the option)."""
+"""Every knob of one simulation, with defaults, bounds and a docstring each.
+
+The fields carry :mod:`rte.settings` metadata, so ``rte simulate`` offers each as a flag, an
+``RTE_SIMULATE_*`` variable and a scenario-file key (:mod:`rte.sim.scenario`), and a bad value
+is one line naming where it came from. Constructed directly, a bad value is a
+:class:`~rte.errors.SettingError` naming the field.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rte.consumer.cacheconfig import InformerMode
-from rte.consumer.score import STRATEGIES
-from rte.errors import InputError
+from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
+from rte.errors import SettingError
 from rte.model import fingerprint as fp
+from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
+from rte.settings.values import validate
 from rte.sim.kubelet import POLICIES, SCOPES
 from rte.sim.specs import Burst, parse_burst, parse_node_shapes, parse_pod_mix
 
@@ -21,113 +29,113 @@ DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
 GiB = 1024**3
 
+# Bounds that keep a run within memory: about 10 KiB per simulated node and 0.4 KiB per planned
+# pod before the run starts, so the largest run needs well under 2 GiB.
+MAX_NODES = 50_000
+MAX_PODS = 2_000_000
+
+
+def _seconds(default: float, **bounds: Any) -> Any:
+    """A duration field (seconds; a bare number in text counts as seconds, as before units)."""
+    return field(default=default, metadata=setting(DURATION, bare_seconds=True, **bounds))
+
 
 @dataclass(frozen=True)
 class SimConfig:
     """A simulation's inputs. Times are seconds; amounts are bytes."""
 
-    nodes: int = 100
-    pods: int = 2000
-    shapes: str = DEFAULT_SHAPES
-    """Node shapes, see :func:`rte.sim.specs.parse_node_shapes`."""
-    pod_mix: str = DEFAULT_POD_MIX
-    """Pod shapes, see :func:`rte.sim.specs.parse_pod_mix`."""
-    policy: str = "single-numa-node"
-    scope: str = "container"
-    reserved_cpus: int = 2
-    """CPUs of zone 0 kept for the system (``reservedSystemCPUs``)."""
+    nodes: int = field(default=100, metadata=setting(INT, minimum=1, maximum=MAX_NODES))
+    """Cluster size."""
+    pods: int = field(default=2000, metadata=setting(INT, minimum=0, maximum=MAX_PODS))
+    """Pods created in the run."""
+    shapes: str = field(default=DEFAULT_SHAPES, metadata=setting(STR, flag="shape", check=parse_node_shapes))
+    """Node shapes, e.g. '70%:2x32c-192Gi,30%:4x16c-128Gi+nic4' (zones x CPUs per zone, node
+    memory, per-zone extras); see rte.sim.specs."""
+    pod_mix: str = field(default=DEFAULT_POD_MIX, metadata=setting(STR, check=parse_pod_mix))
+    """Guaranteed pod shapes, e.g. '80%:4c-8Gi,20%:2x2c-4Gi+nic1' (containers x per-container
+    request)."""
+    policy: str = field(default="single-numa-node", metadata=setting(CHOICE, choices=POLICIES))
+    """The kubelets' Topology Manager policy."""
+    scope: str = field(default="container", metadata=setting(CHOICE, choices=SCOPES))
+    """The kubelets' Topology Manager scope."""
+    reserved_cpus: int = field(default=2, metadata=setting(INT, minimum=0))
+    """CPUs of zone 0 kept for the system (reservedSystemCPUs); at most a zone's CPUs."""
     reserved_memory: int = GiB
     """Memory of zone 0 kept for the system (``reservedMemory``)."""
     # --- node agents ---
-    agent_interval: float = 10.0
-    """Seconds between agent updates; 0 publishes on every change, at once."""
-    publish_delay: float = 0.2
-    """From reading the kubelet to the write reaching the apiserver."""
-    fingerprint_method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+    agent_interval: float = _seconds(10.0)
+    """Agent update period; 0 publishes on every change, at once."""
+    publish_delay: float = _seconds(0.2)
+    """From the agent reading the kubelet to its write reaching the apiserver."""
+    fingerprint_method: str = field(
+        default=fp.METHOD_WITH_EXCLUSIVE_RESOURCES, metadata=setting(CHOICE, choices=fp.METHODS)
+    )
+    """Which pods the agents' and the scheduler's fingerprints cover."""
     # --- scheduler ---
-    cache: str = CACHE_NONE
-    resync_period: float = 5.0
-    """Reserve cache: seconds between resync passes."""
-    dirty_after_failures: int = 1
-    follow_clean_nodes: bool = True
-    requeue_on_flush: bool = False
+    cache: str = field(default=CACHE_NONE, metadata=setting(CHOICE, choices=CACHE_MODES))
+    """none = Passthrough, reserve = OverReserve with fingerprint resync, discard = DiscardReserved."""
+    resync_period: float = _seconds(5.0, above=0.0)
+    """Reserve cache: time between resync passes."""
+    dirty_after_failures: int = field(
+        default=1, metadata=setting(INT, minimum=1, old_flags=("--dirty-after",))
+    )
+    """Reserve cache: filter failures in a row before a node is resynced (1: the reference)."""
+    follow_clean_nodes: bool = field(default=True, metadata=setting(BOOL, old_flags=("--no-follow-clean",)))
+    """Reserve cache: adopt new NRTs at once on nodes with no reservation and no mark (off: the
+    reference, where clean nodes wait for a resync too)."""
+    requeue_on_flush: bool = field(default=False, metadata=setting(BOOL))
     """Treat a reserve-cache flush as a cluster event that requeues unschedulable pods. The
     reference plugin does not (it requeues on NRT and pod events only)."""
-    informer_mode: str = InformerMode.DEDICATED.value
-    watch_delay: float = 0.1
+    informer_mode: str = field(
+        default=InformerMode.DEDICATED.value,
+        metadata=setting(CHOICE, choices=tuple(m.value for m in InformerMode)),
+    )
+    """The scheduler's informer mode (cache.informerMode), which the agents follow."""
+    watch_delay: float = _seconds(0.1)
     """From the NRT write to the scheduler's store applying it."""
-    strategy: str = "LeastAllocated"
-    schedule_cycle: float = 0.005
-    """Seconds one scheduling cycle occupies the (single) scheduler."""
-    bind_latency: float = 0.05
+    strategy: str = field(default=DEFAULT_STRATEGY_NAME, metadata=setting(CHOICE, choices=STRATEGIES))
+    """Score strategy."""
+    schedule_cycle: float = _seconds(0.005)
+    """Time one scheduling cycle occupies the (single) scheduler."""
+    bind_latency: float = _seconds(0.05)
     """From Reserve to the pod being bound (the API write)."""
-    admit_delay: float = 0.5
+    admit_delay: float = _seconds(0.5)
     """From the bind to the kubelet's admission."""
-    tae_backoff: float = 1.0
+    tae_backoff: float = _seconds(1.0)
     """From a TopologyAffinityError to the controller's replacement pod."""
     # --- workload ---
-    rate: float | None = None
-    """Poisson arrivals per second; None derives it from ``load``."""
-    load: float = 0.7
-    """Offered CPU load (fraction of allocatable CPUs) used to derive ``rate``."""
-    burst: str | None = None
-    """``N/T``: N pods at once every T seconds (on top of the Poisson stream)."""
-    mean_duration: float = 300.0
-    seed: int = 1
-    max_time: float | None = None
-    """Stop here even if pods are still pending; None: last arrival + 1800 s."""
+    rate: float | None = field(default=None, metadata=setting(FLOAT, optional=True, minimum=0.0))
+    """Poisson arrivals per second; empty derives it from load."""
+    load: float = field(default=0.7, metadata=setting(FLOAT, above=0.0))
+    """Offered CPU load (fraction of allocatable CPUs) used to derive the arrival rate."""
+    burst: str | None = field(
+        default=None, metadata=setting(STR, optional=True, check=parse_burst, metavar="N/T")
+    )
+    """N/T: N pods at once every T, e.g. 200/60s (on top of the Poisson stream)."""
+    mean_duration: float = field(
+        default=300.0, metadata=setting(DURATION, bare_seconds=True, above=0.0, flag="duration")
+    )
+    """Mean pod run time (exponential)."""
+    seed: int = field(default=1, metadata=setting(INT))
+    """Seed of every random choice: the same scenario and seed give the same result."""
+    max_time: float | None = field(default=None, metadata=setting(DURATION, bare_seconds=True, optional=True))
+    """Stop at this simulated time even if pods are still pending; empty: last arrival + 30m."""
     sample_period: float | None = None
     """Seconds between time-series samples; None: about 200 samples."""
-    verify: bool = False
+    verify: bool = field(default=False, metadata=setting(BOOL, hidden=True))
     """Cross-check every memoised decision against a full recomputation (slow; for tests)."""
 
     def __post_init__(self) -> None:
-        def positive(name: str, value: float, allow_zero: bool = True) -> None:
-            if value < 0 or (value == 0 and not allow_zero):
-                raise InputError(
-                    f"--{name.replace('_', '-')}", f"must be {'>= 0' if allow_zero else '> 0'}, got {value}"
+        validate(self)
+        if self.reserved_memory < 0:
+            raise SettingError("reserved_memory", f"must be >= 0, got {self.reserved_memory}")
+        for _, shape in parse_node_shapes(self.shapes):
+            if self.reserved_cpus > shape.cpus_per_zone:
+                raise SettingError(
+                    "reserved_cpus",
+                    f"{self.reserved_cpus} exceeds the {shape.cpus_per_zone} CPUs of a zone"
+                    f" of node shape {shape.text!r}",
                 )
-
-        if self.nodes < 1:
-            raise InputError("--nodes", f"must be at least 1, got {self.nodes}")
-        positive("pods", self.pods)
-        for name in (
-            "agent_interval",
-            "publish_delay",
-            "watch_delay",
-            "schedule_cycle",
-            "bind_latency",
-            "admit_delay",
-            "tae_backoff",
-            "reserved_cpus",
-            "reserved_memory",
-        ):
-            positive(name, getattr(self, name))
-        positive("resync_period", self.resync_period, allow_zero=False)
-        positive("mean_duration", self.mean_duration, allow_zero=False)
-        positive("load", self.load, allow_zero=False)
-        if self.rate is not None:
-            positive("rate", self.rate)
-        if self.cache not in CACHE_MODES:
-            raise InputError("--cache", f"{self.cache!r} is not one of {', '.join(CACHE_MODES)}")
-        if self.policy not in POLICIES:
-            raise InputError("--policy", f"{self.policy!r} is not one of {', '.join(POLICIES)}")
-        if self.scope not in SCOPES:
-            raise InputError("--scope", f"{self.scope!r} is not one of {', '.join(SCOPES)}")
-        if self.strategy not in STRATEGIES:
-            raise InputError("--strategy", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}")
-        if self.fingerprint_method not in fp.METHODS:
-            raise InputError(
-                "--fingerprint-method", f"{self.fingerprint_method!r} is not one of {', '.join(fp.METHODS)}"
-            )
-        if self.informer_mode not in tuple(m.value for m in InformerMode):
-            raise InputError("--informer-mode", f"{self.informer_mode!r} is not Dedicated or Shared")
-        if self.dirty_after_failures < 1:
-            raise InputError("--dirty-after", f"must be at least 1, got {self.dirty_after_failures}")
-        parse_node_shapes(self.shapes)
-        parse_pod_mix(self.pod_mix)
-        if self.burst is not None:
-            parse_burst(self.burst)
 
     def parsed_burst(self) -> Burst | None:
         return parse_burst(self.burst) if self.burst is not None else None

@@ -1,10 +1,10 @@
-"""The simulator's small text languages: durations, bursts, node shapes and pod mixes.
+"""The simulator's small text languages: bursts, node shapes and pod mixes.
 
 Every parser raises :class:`~rte.errors.InputError` naming the option and the offending text, so
 the CLI prints one line instead of a traceback.
 
-* Duration: ``10s``, ``1.5m``, ``500ms``, ``2h`` or a plain number of seconds.
-* Burst: ``N/T``, N pods at once every T (a duration): ``200/60s``.
+* Burst: ``N/T``, N pods at once every T (a duration as :mod:`rte.durations` reads it, or a
+  plain number of seconds): ``200/60s``.
 * Node shapes: comma-separated ``[P%:]<zones>x<cpus>c-<memory>[+extra...]``, e.g.
   ``70%:2x32c-192Gi,30%:4x16c-128Gi+nic4``. ``memory`` is the node's regular memory (hugepages
   excluded), split evenly over its zones. Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or
@@ -36,20 +36,6 @@ _SHAPE_RE = re.compile(
 _EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)$")
 
 
-def parse_duration(text: str | float, option: str) -> float:
-    """Seconds from ``10s`` / ``1.5m`` / ``500ms`` / ``1m30s`` / a bare number (seconds)."""
-    if isinstance(text, int | float):
-        value = float(text)
-    else:
-        try:
-            value = durations.parse_duration(text, bare_seconds=True)
-        except ValueError:
-            raise InputError(option, f"{text!r} is not a duration (examples: 10s, 1.5m, 500ms)") from None
-    if value < 0:
-        raise InputError(option, f"{text!r}: a duration cannot be negative")
-    return value
-
-
 @dataclass(frozen=True)
 class Burst:
     """``size`` pods created at once every ``period`` seconds (the first burst at ``period``)."""
@@ -63,7 +49,10 @@ def parse_burst(text: str, option: str = "--burst") -> Burst:
     if not sep or not size_text.strip().isdigit():
         raise InputError(option, f"{text!r} is not N/T (e.g. 200/60s: 200 pods every 60 seconds)")
     size = int(size_text)
-    period = parse_duration(period_text, option)
+    try:
+        period = durations.parse_duration(period_text, bare_seconds=True)
+    except ValueError:
+        raise InputError(option, f"{text!r}: the period is not a duration (e.g. 60s, 1m)") from None
     if size <= 0 or period <= 0:
         raise InputError(option, f"{text!r}: both the size and the period must be positive")
     return Burst(size, period)

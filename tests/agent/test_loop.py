@@ -23,6 +23,7 @@ from rte.agent.loop import Agent, HeartbeatRunner, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.scanner import KubeletConfigCache, Scanner
+from rte.agent.settings import AgentSettings, load_settings
 from rte.agent.status import AgentStatus
 from rte.errors import PublishError, UnavailableError
 from rte.host.sysfs import read_machine
@@ -30,8 +31,6 @@ from rte.model import fingerprint as fp
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 from rte.podres.types import AllocatableResources
-from rte.settings import Settings
-from rte.settings_loader import load_settings
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
@@ -105,7 +104,9 @@ class Harness:
             shutil.copy(SCENARIO / name, self.dir / name)
         self.clock = FakeClock()
         defaults = {"poll_interval": "500ms", "resync_interval": "60s", "retry_base": "1s", "retry_cap": "8s"}
-        self.settings: Settings = load_settings(env={}, flags={**defaults, **flags}, hostname=lambda: "n1")
+        self.settings: AgentSettings = load_settings(
+            env={}, flags={**defaults, **flags}, hostname=lambda: "n1"
+        )
         self.reader = CountingReader(self.dir)
         self.metrics = AgentMetrics("n1", "test")
         self.scanner = Scanner(

@@ -8,14 +8,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from rte.agent.settings import SCHEMA, AgentSettings, dump_settings, load_settings
 from rte.cli import main
 from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
-from rte.settings import Settings, catalogue
-from rte.settings_loader import dump_settings, load_settings
 
 
-def load(**kwargs: object) -> Settings:
+def load(**kwargs: object) -> AgentSettings:
     kwargs.setdefault("env", {})
     return load_settings(hostname=lambda: "Host-1", **kwargs)  # type: ignore[arg-type]
 
@@ -146,7 +145,7 @@ def test_empty_paths_turn_optional_inputs_off_and_lists_split_on_commas() -> Non
 
 
 def test_every_setting_has_a_docstring_an_env_name_and_a_flag() -> None:
-    for info in catalogue():
+    for info in SCHEMA.fields:
         assert info.doc, info.name
         assert info.env == "RTE_" + info.name.upper()
         assert info.flag == "--" + info.name.replace("_", "-")
@@ -194,3 +193,87 @@ def test_rte_run_reports_a_bad_flag_in_one_line_with_status_2() -> None:
         result.stderr.strip()
         == "rte: error: --poll-interval: not a duration: 'soon' (e.g. '500ms', '60s', '5m')"
     )
+
+
+def test_rte_run_dump_config_reads_back_through_config_to_the_same_settings(tmp_path: Path) -> None:
+    args = [
+        "run",
+        "--node-name",
+        "n1",
+        "--poll-interval",
+        "1m30s",
+        "--debounce",
+        "0.7s",
+        "--pod-exclude",
+        "kube-system/*",
+        "--pod-exclude",
+        "monitoring/*,logging/*",
+        "--no-pod-watch",
+        "--informer-mode",
+        "SHARED",
+        "--zone-load-band",
+        "2.5",
+        "--kubelet-config",
+        "/etc/k.yaml",
+    ]
+    first = CliRunner().invoke(main, [*args, "--dump-config"], env={"RTE_RESYNC_INTERVAL": "2m"})
+    assert first.exit_code == 0, first.output
+    config = tmp_path / "agent.yaml"
+    config.write_text(first.stdout, encoding="utf-8")
+    second = CliRunner().invoke(main, ["run", "--config", str(config), "--dump-config"], env={})
+    assert second.exit_code == 0, second.output
+    assert yaml.safe_load(second.stdout) == yaml.safe_load(first.stdout)
+    assert load(config_file=config) == load(
+        env={"RTE_RESYNC_INTERVAL": "2m"},
+        flags={
+            "node_name": "n1",
+            "poll_interval": "90s",
+            "debounce": "0.7s",
+            "pod_exclude": ("kube-system/*", "monitoring/*", "logging/*"),
+            "pod_watch": False,
+            "informer_mode": "shared",
+            "zone_load_band": "2.5",
+            "kubelet_config": "/etc/k.yaml",
+        },
+    )
+
+
+@pytest.mark.parametrize("spelling", ["shared", "Shared", "SHARED"])
+def test_choices_are_read_in_any_case_from_every_layer(tmp_path: Path, spelling: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"informer_mode: {spelling}\nlog_format: JSON\n")
+    assert load(flags={"informer_mode": spelling}).informer_mode == "shared"
+    assert load(env={"RTE_INFORMER_MODE": spelling}).informer_mode == "shared"
+    from_file = load(config_file=config)
+    assert (from_file.informer_mode, from_file.log_format) == ("shared", "json")
+
+
+@pytest.mark.parametrize(
+    ("band", "message"),
+    [
+        ("500", "--zone-load-band: must be at most 100, got 500"),
+        ("0", "--zone-load-band: must be greater than 0, got 0"),
+    ],
+)
+def test_the_zone_load_band_is_a_percentage_above_zero(band: str, message: str) -> None:
+    result = CliRunner().invoke(main, ["run", "--dump-config", "--zone-load-band", band])
+    assert result.exit_code == 2
+    assert result.stderr == f"rte: error: {message}\n"
+
+
+def test_a_binary_config_file_is_one_line_with_status_2(tmp_path: Path) -> None:
+    config = tmp_path / "settings.bin"
+    config.write_bytes(bytes(range(256)) * 4)
+    result = CliRunner().invoke(main, ["run", "--dump-config", "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"rte: error: {config}: cannot read")
+    assert result.stderr.count("\n") == 1
+
+
+def test_rte_run_help_shows_each_settings_default_and_environment_variable() -> None:
+    result = CliRunner().invoke(main, ["run", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "[default: 500ms; env: RTE_POLL_INTERVAL]" in text
+    assert "[default: true; env: RTE_PUBLISH]" in text
+    assert "--informer-mode [dedicated|shared]" in text

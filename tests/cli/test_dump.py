@@ -170,3 +170,31 @@ def test_a_bad_kubelet_config_is_one_line_with_status_2(tmp_path: Path) -> None:
     assert code == 2
     assert "kubelet.yaml" in err and "sometimes" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["Bad Name!", "UPPER", "a_b", "x" * 254])
+def test_a_node_name_that_cannot_name_an_object_is_refused_as_rte_run_refuses_it(name: str) -> None:
+    code, out, err = _dump("--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", name)
+    assert code == 2
+    assert out == ""
+    assert err == f"rte: error: --node-name: {name!r} is not a valid object name (lowercase DNS subdomain)\n"
+    run = CliRunner().invoke(main, ["run", "--dump-config", "--node-name", name])
+    assert (run.exit_code, run.stderr) == (2, err)
+
+
+def test_choices_are_read_in_any_case() -> None:
+    code, out, err = _dump(
+        "--sysfs",
+        str(R640),
+        "--podresources",
+        str(R640_STATIC),
+        "--node-name",
+        "x",
+        "-o",
+        "JSON",
+        "--method",
+        "ALL",
+    )
+    assert code == 0, err
+    attributes = {a["name"]: a["value"] for a in json.loads(out)["attributes"]}
+    assert attributes["nodeTopologyPodsFingerprintMethod"] == "all"

@@ -10,11 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from rte.cli import main
+from rte.cli import extender_cmd, main
+from rte.commands.options import setting_flags
 from rte.consumer.cacheconfig import (
     CacheConfig,
     CacheMode,
@@ -25,8 +27,10 @@ from rte.consumer.cacheconfig import (
     ResyncScope,
     StaleAction,
 )
+from rte.consumer.score import ScoringStrategy
 from rte.extender.app import ExtenderApp
-from rte.extender.settings import extender_settings
+from rte.extender.settings import SCHEMA, extender_settings, resolve
+from rte.settings.loader import load
 from tests.helpers.extender import GI, Client, nrt, pod
 from tests.helpers.paths import REPO
 
@@ -34,18 +38,23 @@ from tests.helpers.paths import REPO
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["--strategy", "Best"], {}, "rte: error: --strategy: unknown strategy 'Best'"),
-        ([], {"RTE_EXTENDER_STRATEGY": "Best"}, "rte: error: --strategy: unknown strategy 'Best'"),
+        (["--strategy", "Best"], {}, "rte: error: --strategy: 'Best' is not one of MostAllocated"),
+        ([], {"RTE_EXTENDER_STRATEGY": "Best"}, "rte: error: RTE_EXTENDER_STRATEGY: 'Best' is not one of"),
+        (["--weight", "cpu=0"], {}, "rte: error: --weight: weight of cpu must be a positive integer, got 0"),
         (["--weight", "gpu"], {}, "rte: error: --weight: expected RESOURCE=WEIGHT, got 'gpu'"),
         (["--listen", "everywhere"], {}, "rte: error: --listen: expected HOST:PORT, got 'everywhere'"),
         (
             ["--cache-resync-period", "soon"],
             {},
-            "rte: error: --cache-resync-period: expected a duration or a number of seconds, got 'soon'",
+            "rte: error: --cache-resync-period: not a duration: 'soon'",
         ),
         (["--resync-method", "Some"], {}, "rte: error: --resync-method: 'Some' is not one of Autodetect"),
-        (["--informer-mode", "dedicated"], {}, "rte: error: --informer-mode: 'dedicated' is not one of"),
-        (["--log-level", "loud"], {}, "rte: error: --log-level: unknown level 'loud'"),
+        (
+            ["--informer-mode", "private"],
+            {},
+            "rte: error: --informer-mode: 'private' is not one of Dedicated",
+        ),
+        (["--log-level", "loud"], {}, "rte: error: --log-level: 'loud' is not one of debug, info"),
         (["--nrt-file", "/nonexistent.yaml"], {}, "rte: error: /nonexistent.yaml: cannot read"),
         (["--resync-scope", "Some"], {}, "rte: error: --resync-scope: 'Some' is not one of All"),
         (
@@ -53,14 +62,14 @@ from tests.helpers.paths import REPO
             {},
             "rte: error: --dirty-after-failures: must be at least 1, got 0",
         ),
-        (["--dirty-after-failures", "x"], {}, "rte: error: --dirty-after-failures: expected an integer"),
-        (["--startup-grace", "soon"], {}, "rte: error: --startup-grace: expected a duration"),
-        (["--absent-pod-grace", "-"], {}, "rte: error: --absent-pod-grace: expected a duration"),
+        (["--dirty-after-failures", "x"], {}, "rte: error: --dirty-after-failures: not an integer: 'x'"),
+        (["--startup-grace", "soon"], {}, "rte: error: --startup-grace: not a duration: 'soon'"),
+        (["--absent-pod-grace", "-"], {}, "rte: error: --absent-pod-grace: not a duration: '-'"),
         (["--load-mode", "hot"], {}, "rte: error: --load-mode: 'hot' is not one of off, filter, score"),
         (["--load-threshold", "cpu"], {}, "rte: error: --load-threshold: expected ATTRIBUTE=PERCENT"),
         (["--load-threshold", "cpu=101"], {}, "rte: error: --load-threshold: expected ATTRIBUTE=PERCENT"),
-        (["--load-score-factor", "2"], {}, "rte: error: --load-score-factor: must be within 0..1, got 2"),
-        ([], {"RTE_EXTENDER_LOAD_MODE": "hot"}, "rte: error: --load-mode: 'hot' is not one of"),
+        (["--load-score-factor", "2"], {}, "rte: error: --load-score-factor: must be at most 1, got 2"),
+        ([], {"RTE_EXTENDER_LOAD_MODE": "hot"}, "rte: error: RTE_EXTENDER_LOAD_MODE: 'hot' is not one of"),
     ],
 )
 def test_bad_settings_are_one_line_errors_with_exit_status_2(
@@ -171,6 +180,87 @@ def test_periods_take_durations_like_every_rte_command_or_bare_seconds() -> None
     assert extender_settings(cache_resync_period="1m30s").cache.resync_period == 90.0
     assert extender_settings(cache_resync_period="500ms").cache.resync_period == 0.5
     assert extender_settings(cache_resync_period="7").cache.resync_period == 7.0
+
+
+TUNED = [
+    "--listen=127.0.0.1:9000",
+    "--strategy=mostallocated",
+    "--weight=cpu=3",
+    "--weight",
+    "memory=2,example.com/nic=5",
+    "--cache-resync-period=7",
+    "--foreign-pods-detect=onlyexclusiveresources",
+    "--informer-mode=SHARED",
+    "--scheduler-profile=a",
+    "--scheduler-profile=b",
+    "--heartbeat-max-age=1m30s",
+    "--stale-action=Unschedulable",
+    "--dirty-after-failures=3",
+    "--absent-pod-grace=0.7s",
+    "--no-follow-clean-nodes",
+    "--load-mode=score",
+    "--load-threshold=memoryPressurePercent=90",
+    "--load-threshold=cpuUtilizationPercent=70",
+    "--load-score-factor=0.25",
+    "--kubelet-accurate-sidecars",
+]
+
+
+def test_dump_config_reads_back_through_config_to_the_same_settings(tmp_path: Path) -> None:
+    first = CliRunner().invoke(main, ["extender", *TUNED, "--dump-config"], env={})
+    assert first.exit_code == 0, first.output
+    assert "# from --weight" in first.stdout
+    config = tmp_path / "extender.yaml"
+    config.write_text(first.stdout, encoding="utf-8")
+    second = CliRunner().invoke(main, ["extender", "--config", str(config), "--dump-config"], env={})
+    assert second.exit_code == 0, second.output
+    assert yaml.safe_load(second.stdout) == yaml.safe_load(first.stdout)
+    from_file = resolve(load(SCHEMA, config_file=config, env={}))
+    params = extender_cmd.make_context("extender", list(TUNED)).params
+    assert from_file == extender_settings(**setting_flags(SCHEMA, params))
+    assert from_file.strategy == ScoringStrategy(
+        "MostAllocated", {"cpu": 3, "memory": 2, "example.com/nic": 5}
+    )
+    config_of = from_file.cache.config
+    assert (config_of.informer_mode, config_of.profiles) == (InformerMode.SHARED, frozenset({"a", "b"}))
+    assert (config_of.heartbeat_max_age, config_of.absent_pod_grace) == (90.0, 0.7)
+    assert dict(config_of.load.thresholds) == {"memoryPressurePercent": 90, "cpuUtilizationPercent": 70}
+
+
+def test_every_setting_reads_its_rte_extender_environment_variable() -> None:
+    env = {
+        "RTE_EXTENDER_WEIGHT": "cpu=2 memory=3",  # whitespace-separated, as click read it before
+        "RTE_EXTENDER_SCHEDULER_PROFILE": "a,b",
+        "RTE_EXTENDER_INFORMER_MODE": "shared",
+        "RTE_EXTENDER_CACHE_RESYNC_PERIOD": "5",
+        "RTE_EXTENDER_DISCARD_RESERVED": "false",
+        "RTE_EXTENDER_FOLLOW_CLEAN_NODES": "0",
+        "RTE_EXTENDER_LISTEN": ":9999",
+    }
+    settings = resolve(load(SCHEMA, env=env))
+    assert dict(settings.strategy.weights) == {"cpu": 2, "memory": 3}
+    assert settings.cache.config.profiles == frozenset({"a", "b"})
+    assert settings.cache.config.informer_mode is InformerMode.SHARED
+    assert (settings.cache.mode, settings.port) == (CacheMode.OVER_RESERVE, 9999)
+    assert settings.cache.config.follow_clean_nodes is False
+    for info in SCHEMA.fields:
+        assert info.env == "RTE_EXTENDER_" + info.flag[2:].replace("-", "_").upper()
+
+
+def test_an_unknown_key_in_the_config_file_names_the_file_and_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "extender.yaml"
+    config.write_text("listen: ':9000'\nweight: [cpu=2]\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["extender", "--config", str(config)], env={})
+    assert result.exit_code == 2
+    assert result.stderr == f"rte: error: {config}: weight: unknown setting\n"
+
+
+def test_every_extender_flag_has_help_text() -> None:
+    params = [p for p in extender_cmd.params if isinstance(p, click.Option) and not p.hidden]
+    ctx = click.Context(extender_cmd)
+    missing = [p.name for p in params if not (p.get_help_record(ctx) or ("", ""))[1].strip()]
+    assert missing == []
+    assert len(params) == len(SCHEMA.fields) + 2  # --config and --dump-config
 
 
 def _free_port() -> int:

@@ -63,6 +63,7 @@ def test_json_output_has_exactly_node_fits_reason_score() -> None:
         (["--strategy", "MostAllocated"], 18),
         (["--strategy", "MostAllocated", "--weight", "cpu=3"], 21),
         (["--strategy", "LeastNUMANodes"], 94),
+        (["--strategy", "leastnumanodes"], 94),
     ],
 )
 def test_strategy_and_weights_change_the_score_as_computed_by_hand(options: list[str], score: int) -> None:
@@ -162,7 +163,9 @@ def test_without_node_objects_the_allocatable_check_is_skipped(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--strategy", "Random"], "rte: error: --strategy: unknown strategy 'Random'"),
+        (["--strategy", "Random"], "rte: error: --strategy: 'Random' is not one of MostAllocated, Least"),
+        (["--weight", "cpu=0"], "rte: error: --weight: weight of cpu must be a positive integer, got 0"),
+        (["--weight", "cpu=-3"], "rte: error: --weight: weight of cpu must be a positive integer, got -3"),
         (["--weight", "cpu"], "rte: error: --weight: expected RESOURCE=WEIGHT, got 'cpu'"),
         (["--weight", "cpu=heavy"], "rte: error: --weight: weight of cpu is not an integer: 'heavy'"),
         (["-o", "yaml"], "rte: error: --output: unknown format 'yaml'"),

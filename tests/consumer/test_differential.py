@@ -20,13 +20,10 @@ from rte.consumer.least_numa import float32
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import is_host_level
 from rte.consumer.score import (
-    BALANCED_ALLOCATION,
-    LEAST_ALLOCATED,
-    LEAST_NUMA_NODES,
-    MOST_ALLOCATED,
     ScoringStrategy,
     score_node,
 )
+from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_ALLOCATED, LEAST_NUMA_NODES, MOST_ALLOCATED
 from rte.model.exclusive import is_native_resource, is_numa_affine
 from rte.model.pod import Pod, effective_request
 from rte.model.quantity import Amount, ceil_value, parse_quantity

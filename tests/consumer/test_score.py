@@ -3,13 +3,20 @@ import pytest
 from rte.consumer.least_numa import average_distance, float32, normalize
 from rte.consumer.numaview import subtract_requests
 from rte.consumer.score import (
+    SCORE_FUNCTIONS,
+    ScoringStrategy,
+    sample_variance,
+    score_node,
+)
+from rte.consumer.strategies import (
     BALANCED_ALLOCATION,
     LEAST_ALLOCATED,
     LEAST_NUMA_NODES,
     MOST_ALLOCATED,
-    ScoringStrategy,
-    sample_variance,
-    score_node,
+    STRATEGIES,
+    parse_weight,
+    strategy_name,
+    weight_table,
 )
 from rte.errors import ConfigError
 from tests.helpers.consumer import GI, container, pod, slit, view
@@ -55,6 +62,25 @@ def test_least_numa_nodes_scores_under_any_policy() -> None:
 def test_an_unknown_strategy_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"scoringStrategy\.type"):
         ScoringStrategy("MostRequested")
+
+
+def test_every_strategy_the_commands_offer_has_a_score_function_and_no_other() -> None:
+    assert tuple(SCORE_FUNCTIONS) == STRATEGIES
+
+
+@pytest.mark.parametrize("text", ["leastnumanodes", "LEASTNUMANODES", " LeastNUMANodes "])
+def test_strategy_names_are_read_in_any_case_and_come_back_as_the_reference_spells_them(text: str) -> None:
+    assert strategy_name(text) == LEAST_NUMA_NODES
+
+
+@pytest.mark.parametrize("text", ["cpu=0", "cpu=-3"])
+def test_a_weight_below_one_typed_by_a_user_is_an_error(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"--weight: weight of cpu must be a positive integer"):
+        parse_weight(text)
+
+
+def test_weights_given_by_a_user_apply_over_the_defaults() -> None:
+    assert weight_table(["cpu=3", "example.com/nic=2"]) == {"cpu": 3, "memory": 1, "example.com/nic": 2}
 
 
 # --- MostAllocated / LeastAllocated / BalancedAllocation (hand-checked) ---------------------------

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from rte.commands.simulate import simulate_cmd
@@ -46,7 +47,13 @@ def test_durations_are_parsed_from_the_flags() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--agent-interval", "soon"], "--agent-interval: 'soon' is not a duration"),
+        (["--agent-interval", "soon"], "--agent-interval: not a duration: 'soon'"),
+        (["--duration", "0s"], "--duration: must be greater than 0, got 0"),
+        (["--nodes", "10000000000"], "--nodes: must be at most 50,000, got 10,000,000,000"),
+        (["--pods", "10000000000"], "--pods: must be at most 2,000,000, got 10,000,000,000"),
+        (["--sweep-nodes", "40000", "--pods", "2000000"], "--sweep-nodes: 40000 nodes scale the pods to"),
+        (["--reserved-cpus", "33"], "--reserved-cpus: 33 exceeds the 32 CPUs of a zone of node shape"),
+        (["--shape", "2x1c-4Gi"], "--reserved-cpus: 2 exceeds the 1 CPUs of a zone"),
         (["--shape", "2x32c"], "--shape: '2x32c' does not read"),
         (["--burst", "many"], "--burst: 'many' is not N/T"),
         (["--sweep-caches", "none,lru"], "--sweep-caches"),
@@ -108,3 +115,94 @@ def test_plot_without_matplotlib_is_a_clear_one_line_error(
         == "rte: error: --plot needs matplotlib: pip install 'rte[plot]' (or pip install matplotlib)\n"
     )
     assert not (tmp_path / "x.png").exists()
+
+
+TUNED = [
+    *FAST,
+    "--cache=Reserve",
+    "--informer-mode=shared",
+    "--strategy=mostallocated",
+    "--agent-interval=0.7s",
+    "--publish-delay=1m30s",
+    "--dirty-after-failures=2",
+    "--no-follow-clean-nodes",
+    "--policy=restricted",
+    "--scope=pod",
+    "--load=0.8",
+]
+
+
+def test_a_dumped_scenario_runs_the_same_simulation_again(tmp_path: Path) -> None:
+    dumped = invoke(*TUNED, "--dump-config")
+    assert dumped.exit_code == 0, dumped.output
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(dumped.stdout, encoding="utf-8")
+    again = invoke("--config", str(scenario), "--dump-config").stdout
+    assert yaml.safe_load(again) == yaml.safe_load(dumped.stdout)
+    by_flags = json.loads(invoke(*TUNED, "-o", "json", "--series").stdout)
+    by_file = json.loads(invoke("--config", str(scenario), "-o", "json", "--series").stdout)
+    by_flags.pop("timing"), by_file.pop("timing")
+    assert by_file == by_flags
+    assert by_file["config"]["informer_mode"] == "Shared"  # canonical spelling, whatever was typed
+    assert by_file["config"]["agent_interval"] == 0.7
+    assert (by_file["config"]["dirty_after_failures"], by_file["config"]["follow_clean_nodes"]) == (2, False)
+
+
+def test_a_dumped_sweep_scenario_sweeps_again(tmp_path: Path) -> None:
+    sweep = [*FAST, "--sweep-nodes", "3,6", "--sweep-intervals", "1s,0.5", "--sweep-caches", "none"]
+    scenario = tmp_path / "sweep.yaml"
+    scenario.write_text(invoke(*sweep, "--dump-config").stdout, encoding="utf-8")
+    text = scenario.read_text(encoding="utf-8")
+    assert "sweep_nodes: [3, 6]" in text and "sweep_intervals: [1s, 500ms]" in text
+    by_flags = json.loads(invoke(*sweep, "-o", "json").stdout)
+    by_file = json.loads(invoke("--config", str(scenario), "-o", "json").stdout)
+    for doc in (by_flags, by_file):
+        for run in doc["runs"]:
+            run.pop("wall_seconds")
+    assert by_file == by_flags
+    assert [(r["nodes"], r["agent_interval"]) for r in by_file["runs"]] == [
+        (3, 1.0),
+        (3, 0.5),
+        (6, 1.0),
+        (6, 0.5),
+    ]
+
+
+def test_the_scenario_reads_rte_simulate_environment_variables() -> None:
+    env = {"RTE_SIMULATE_NODES": "6", "RTE_SIMULATE_PODS": "60", "RTE_SIMULATE_CACHE": "DISCARD"}
+    result = CliRunner().invoke(simulate_cmd, ["--seed", "3", "-o", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)["config"]
+    assert (config["nodes"], config["pods"], config["cache"]) == (6, 60, "discard")
+
+
+def test_the_former_flag_spellings_still_work() -> None:
+    doc = json.loads(invoke(*FAST, "-o", "json", "--dirty-after", "3", "--no-follow-clean").stdout)
+    assert (doc["config"]["dirty_after_failures"], doc["config"]["follow_clean_nodes"]) == (3, False)
+
+
+def test_an_unknown_key_in_a_scenario_file_names_the_file_and_the_key(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("nodes: 6\nnode_count: 7\n", encoding="utf-8")
+    result = invoke("--config", str(scenario))
+    assert result.exit_code == 2
+    assert result.stderr == f"rte: error: {scenario}: node_count: unknown setting\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("x.xyz", "x.xyz: cannot write .xyz files; use one of "),
+        ("no/such/dir/x.png", "no/such/dir/x.png: no such directory: no/such/dir"),
+    ],
+)
+def test_a_plot_that_cannot_be_written_fails_before_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, target: str, message: str
+) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*FAST, "--plot", target)
+    assert result.exit_code == 2
+    assert result.stdout == ""  # nothing simulated
+    assert result.stderr.startswith(f"rte: error: --plot: {message}")
+    assert result.stderr.count("\n") == 1

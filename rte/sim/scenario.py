@@ -1,0 +1,62 @@
+"""What ``rte simulate`` reads: one run's :class:`~rte.sim.config.SimConfig`, and the sweep around it.
+
+A scenario comes from flags, ``RTE_SIMULATE_*`` variables and a scenario file (``--config
+FILE``, YAML, keyed by field name as in the JSON output's ``config``), layered as every rte
+command's settings are (:mod:`rte.settings`). ``rte simulate ... --dump-config`` prints the
+scenario as such a file, so ``rte simulate --config scenario.yaml`` repeats the same simulation,
+byte for byte in its JSON (apart from the wall-clock ``timing``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from rte.errors import SettingError
+from rte.settings.schema import BOOL, CHOICE, DURATION, INT, LIST, Schema, Spec, setting
+from rte.sim.config import CACHE_MODES, MAX_NODES, MAX_PODS, SimConfig
+
+
+@dataclass(frozen=True)
+class Scenario(SimConfig):
+    """A :class:`SimConfig`, and the sweep to run around it instead of the one run."""
+
+    sweep: bool = field(default=False, metadata=setting(BOOL))
+    """Run the headline sweep (agent interval x cache x nodes) instead of one run."""
+    sweep_nodes: tuple[int, ...] = field(
+        default=(), metadata=setting(LIST, item=Spec(INT, minimum=1, maximum=MAX_NODES), metavar="N,...")
+    )
+    """Sweep these cluster sizes (implies the sweep; empty: 100,1000); pods and bursts scale along."""
+    sweep_intervals: tuple[float, ...] = field(
+        default=(), metadata=setting(LIST, item=Spec(DURATION, bare_seconds=True), metavar="DURATION,...")
+    )
+    """Sweep these agent intervals (implies the sweep; empty: 1s,10s,60s)."""
+    sweep_caches: tuple[str, ...] = field(
+        default=(), metadata=setting(LIST, item=Spec(CHOICE, choices=CACHE_MODES), metavar="CACHE,...")
+    )
+    """Sweep these cache modes (implies the sweep; empty: none,reserve)."""
+
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Where each non-default value came from (``--flag``, ``RTE_SIMULATE_X``, ``<file>: key``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for nodes in self.sweep_nodes:
+            pods = round(self.pods * nodes / self.nodes)  # as rte.sim.sweep.scaled resizes the workload
+            if pods > MAX_PODS:
+                raise SettingError(
+                    "sweep_nodes",
+                    f"{nodes} nodes scale the pods to {pods:,}, above the limit of {MAX_PODS:,}",
+                )
+
+    @property
+    def sweeping(self) -> bool:
+        """Whether this scenario is a sweep (asked for, or any sweep dimension given)."""
+        return self.sweep or bool(self.sweep_nodes or self.sweep_intervals or self.sweep_caches)
+
+    def run_config(self) -> SimConfig:
+        """The one run's configuration (the sweep's base)."""
+        return SimConfig(**{f.name: getattr(self, f.name) for f in fields(SimConfig)})
+
+
+SCHEMA = Schema(Scenario, env_prefix="RTE_SIMULATE_", config_env="RTE_SIMULATE_CONFIG")
