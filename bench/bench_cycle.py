@@ -29,6 +29,7 @@ from rte.agent.kubelet import SocketReader  # noqa: E402
 from rte.agent.scanner import KubeletConfigCache, Scanner  # noqa: E402
 from rte.host.kubelet_config import parse_kubelet_config  # noqa: E402
 from rte.host.sysfs import read_machine  # noqa: E402
+from rte.model.vocabulary import FingerprintMethod, InformerMode  # noqa: E402
 from rte.podres.client import PodResourcesClient  # noqa: E402
 
 CONFIG = {
@@ -65,8 +66,8 @@ def run() -> dict[str, float]:
                     reader=reader,
                     machine_loader=lambda: machine,
                     kubelet_config=_Config(),
-                    method="with-exclusive-resources",
-                    informer_mode="dedicated",
+                    method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+                    informer_mode=InformerMode.DEDICATED,
                 )
 
             warm = scanner()

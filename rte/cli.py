@@ -16,6 +16,7 @@ import click
 
 from rte import __version__
 from rte.errors import InputError, RteError
+from rte.model.vocabulary import FingerprintMethod
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,8 +61,8 @@ def _method_option(help_text: str) -> Callable[[F], F]:
     """The fingerprint method flag shared by `fingerprint` and `dump`."""
     return click.option(
         "--method",
-        type=click.Choice(["all", "with-exclusive-resources"]),
-        default="with-exclusive-resources",
+        type=click.Choice([m.value for m in FingerprintMethod], case_sensitive=False),
+        default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value,
         show_default=True,
         help=help_text,
     )
@@ -90,7 +91,9 @@ def fingerprint_cmd(
     """
     from rte.commands.fingerprint import fingerprint_pairs, kubelet_pods, read_pod_lines
 
-    pods = kubelet_pods(podresources, method=method) if podresources else read_pod_lines(file)
+    pods = (
+        kubelet_pods(podresources, method=FingerprintMethod(method)) if podresources else read_pod_lines(file)
+    )
     fingerprint_pairs(pods, trace=trace, node_name=node_name, expected=expected)
 
 
@@ -135,7 +138,7 @@ def dump_cmd(
         podresources=podresources,
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
-        method=method,
+        method=FingerprintMethod(method),
     )
 
 

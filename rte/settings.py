@@ -27,13 +27,13 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rte.model.vocabulary import Choice, FingerprintMethod, InformerMode
+
 ENV_PREFIX = "RTE_"
 CONFIG_FILE_ENV = "RTE_CONFIG"
 ENV_ALIASES: Mapping[str, tuple[str, ...]] = {"node_name": ("NODE_NAME",)}
 """Extra environment variables for a field, applied below ``RTE_<FIELD>``."""
 
-FINGERPRINT_METHODS = ("with-exclusive-resources", "all")
-INFORMER_MODES = ("dedicated", "shared")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
@@ -50,8 +50,17 @@ STR, PATH, BOOL, INT, FLOAT, DURATION, CHOICE, LIST = (
 )
 
 
-def _m(kind: str, *, choices: tuple[str, ...] = (), minimum: float | None = None) -> dict[str, Any]:
-    return {"kind": kind, "choices": choices, "minimum": minimum}
+def _m(
+    kind: str,
+    *,
+    choices: tuple[str, ...] = (),
+    enum: type[Choice] | None = None,
+    minimum: float | None = None,
+) -> dict[str, Any]:
+    """Field metadata; a CHOICE with ``enum`` reads any case and holds the enum's member."""
+    if enum is not None:
+        choices = tuple(m.value for m in enum)
+    return {"kind": kind, "choices": choices, "enum": enum, "minimum": minimum}
 
 
 @dataclass(frozen=True)
@@ -125,13 +134,15 @@ class Settings:
     """Longest retry delay."""
 
     # -- what is published ---------------------------------------------------------------------
-    fingerprint_method: str = field(
-        default="with-exclusive-resources", metadata=_m(CHOICE, choices=FINGERPRINT_METHODS)
+    fingerprint_method: FingerprintMethod = field(
+        default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, metadata=_m(CHOICE, enum=FingerprintMethod)
     )
     """Which pods the fingerprint covers."""
     pod_watch: bool = field(default=True, metadata=_m(BOOL))
     """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
-    informer_mode: str = field(default="dedicated", metadata=_m(CHOICE, choices=INFORMER_MODES))
+    informer_mode: InformerMode = field(
+        default=InformerMode.DEDICATED, metadata=_m(CHOICE, enum=InformerMode)
+    )
     """The consumer's informer mode, which decides which pods it fingerprints."""
     pod_exclude: tuple[str, ...] = field(default=(), metadata=_m(LIST))
     """namespace/name shell globs of pods left out of the fingerprint (comma-separated in env)."""
@@ -174,6 +185,8 @@ class FieldInfo:
     default: Any
     choices: tuple[str, ...]
     minimum: float | None
+    enum: type[Choice] | None = None
+    """The enum a CHOICE field holds (None: the field holds the plain string)."""
 
     @property
     def doc(self) -> str:
@@ -225,6 +238,7 @@ def catalogue() -> tuple[FieldInfo, ...]:
             f.default,
             f.metadata["choices"],
             f.metadata["minimum"],
+            f.metadata["enum"],
         )
         for f in fields(Settings)
         if "kind" in f.metadata

@@ -95,6 +95,8 @@ def _convert(info: FieldInfo, value: Any, source: str, *, text: bool) -> Any:
         value = ""
     if not isinstance(value, str):
         raise ConfigError(source, f"not a string: {value!r}")
+    if kind == CHOICE and info.enum is not None:
+        return info.enum.parse(value, source)
     if kind == CHOICE and value not in info.choices:
         raise ConfigError(source, f"{value!r} is not one of {', '.join(info.choices)}")
     return value
@@ -231,6 +233,8 @@ def settings_as_dict(s: Settings) -> dict[str, Any]:
             value = "" if value is None else str(value)
         elif info.kind == LIST:
             value = list(value)
+        elif info.enum is not None:
+            value = value.value
         out[info.name] = value
     return out
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from rte.cli import main
 from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.settings import Settings, catalogue
 from rte.settings_loader import dump_settings, load_settings
 
@@ -122,7 +123,7 @@ def test_unknown_rte_environment_variables_are_ignored() -> None:
         ({"RTE_KUBELET_BURST": "2.5"}, "RTE_KUBELET_BURST: not an integer: '2.5'"),
         (
             {"RTE_FINGERPRINT_METHOD": "some"},
-            "RTE_FINGERPRINT_METHOD: 'some' is not one of with-exclusive-resources, all",
+            "RTE_FINGERPRINT_METHOD: 'some' is not one of all, with-exclusive-resources",
         ),
         ({"RTE_RESYNC_INTERVAL": "100ms"}, "RTE_RESYNC_INTERVAL: must be at least 1s"),
         ({"RTE_DEBOUNCE": "2s"}, "RTE_DEBOUNCE: 2s exceeds max_delay 1s"),
@@ -143,6 +144,13 @@ def test_empty_paths_turn_optional_inputs_off_and_lists_split_on_commas() -> Non
     s = load(env={"RTE_NOTIFY_FILE": "", "RTE_POD_EXCLUDE": "kube-system/*, monitoring/node-exporter-*"})
     assert s.notify_file is None
     assert s.pod_exclude == ("kube-system/*", "monitoring/node-exporter-*")
+
+
+def test_the_informer_mode_and_the_method_read_any_case_and_print_one_spelling(tmp_path: Path) -> None:
+    s = load(env={"RTE_INFORMER_MODE": "shared", "RTE_FINGERPRINT_METHOD": "ALL"})
+    assert (s.informer_mode, s.fingerprint_method) == (InformerMode.SHARED, FingerprintMethod.ALL)
+    dumped = yaml.safe_load(dump_settings(s))
+    assert (dumped["informer_mode"], dumped["fingerprint_method"]) == ("Shared", "all")
 
 
 def test_every_setting_has_a_docstring_an_env_name_and_a_flag() -> None:

@@ -20,7 +20,6 @@ from rte.consumer.cacheconfig import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncScope,
@@ -28,6 +27,7 @@ from rte.consumer.cacheconfig import (
 )
 from rte.extender.app import ExtenderApp
 from rte.extender.settings import extender_settings
+from rte.model.vocabulary import InformerMode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,11 @@ REPO = Path(__file__).resolve().parents[1]
             "rte: error: --cache-resync-period: expected a duration or a number of seconds, got 'soon'",
         ),
         (["--resync-method", "Some"], {}, "rte: error: --resync-method: 'Some' is not one of Autodetect"),
-        (["--informer-mode", "dedicated"], {}, "rte: error: --informer-mode: 'dedicated' is not one of"),
+        (
+            ["--informer-mode", "private"],
+            {},
+            "rte: error: --informer-mode: 'private' is not one of Dedicated",
+        ),
         (["--log-level", "loud"], {}, "rte: error: --log-level: unknown level 'loud'"),
         (["--nrt-file", "/nonexistent.yaml"], {}, "rte: error: /nonexistent.yaml: cannot read"),
         (["--resync-scope", "Some"], {}, "rte: error: --resync-scope: 'Some' is not one of All"),

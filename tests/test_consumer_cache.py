@@ -11,7 +11,6 @@ from rte.consumer.cacheconfig import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncMethod,
@@ -30,6 +29,7 @@ from rte.model.attributes import ZONE_CPU_UTILIZATION
 from rte.model.pod import Container, Pod
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 
 GIB = 1024**3
 OURS = "topo-aware-scheduler"
@@ -74,7 +74,7 @@ def nrt(
     counted: Iterable[Pod] = (),
     *,
     ids: Sequence[int] | None = None,
-    method: str | None = fp.METHOD_ALL,
+    method: str | None = FingerprintMethod.ALL.value,
     fingerprint: str | None = None,
     annotation_only: bool = False,
     policy: str = "single-numa-node",
@@ -365,10 +365,12 @@ def test_sparse_and_unsorted_numa_ids_are_handled_as_ids() -> None:
 
 def test_exclusivity_is_judged_with_the_resource_names_of_the_nrt_being_checked() -> None:
     # The cached NRT does not list the GPU yet; the new one does, and the agent counted the pod.
-    store, cache, _ = setup(nrt(method=fp.METHOD_WITH_EXCLUSIVE_RESOURCES))
+    store, cache, _ = setup(nrt(method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value))
     gpu_pod = pod("gpu", guaranteed=False, extra={GPU: 1})
     cache.mark_maybe_over_reserved("n1")
-    store.apply(MODIFIED, nrt(gpus=(0, 1), counted=[gpu_pod], method=fp.METHOD_WITH_EXCLUSIVE_RESOURCES))
+    store.apply(
+        MODIFIED, nrt(gpus=(0, 1), counted=[gpu_pod], method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value)
+    )
     assert cache.resync([gpu_pod]).flushed == ("n1",)
 
 
@@ -405,18 +407,18 @@ def test_reservations_on_a_node_without_nrt_are_pruned_once_their_pods_run() -> 
 
 # --- fingerprint methods and informer modes ------------------------------------------------------
 
-EXCL = fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+EXCL = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value
 
 
 @pytest.mark.parametrize(
     ("resync_method", "published_method", "annotation_only", "agent_counts_exclusive_only", "matches"),
     [
         (ResyncMethod.AUTODETECT, EXCL, False, True, True),
-        (ResyncMethod.AUTODETECT, fp.METHOD_ALL, False, False, True),
+        (ResyncMethod.AUTODETECT, FingerprintMethod.ALL.value, False, False, True),
         (ResyncMethod.AUTODETECT, None, False, False, True),  # no method attribute: all
         (ResyncMethod.AUTODETECT, None, False, True, False),
         (ResyncMethod.ALL, EXCL, False, True, False),  # forced all beats the attribute
-        (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, fp.METHOD_ALL, False, True, True),
+        (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, FingerprintMethod.ALL.value, False, True, True),
         (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, None, True, False, True),  # annotation: always all
     ],
 )

@@ -18,6 +18,7 @@ from rte.model import fingerprint as fp
 from rte.model.attributes import ZONE_CPU_UTILIZATION
 from rte.model.pod import Container, Pod
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import FingerprintMethod
 
 GIB = 1024**3
 OURS = "topo-aware-scheduler"
@@ -52,7 +53,7 @@ def nrt(
         Attribute("topologyManagerPolicy", "single-numa-node"),
         Attribute("topologyManagerScope", "container"),
         Attribute(fp.ATTRIBUTE, fp.compute(p.key for p in counted)),
-        Attribute(fp.ATTRIBUTE_METHOD, fp.METHOD_ALL),
+        Attribute(fp.ATTRIBUTE_METHOD, FingerprintMethod.ALL.value),
     )
     return NodeTopology(name=name, zones=zones, attributes=attributes)
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod
 from xxh64_reference import reference_fingerprint
 
 VECTOR_PODS = Path(__file__).parent / "fixtures" / "fingerprint" / "pods.json"
@@ -151,4 +152,4 @@ def test_constants_match_the_published_names() -> None:
     assert fp.ATTRIBUTE == "nodeTopologyPodsFingerprint"
     assert fp.ATTRIBUTE_METHOD == "nodeTopologyPodsFingerprintMethod"
     assert fp.ANNOTATION == "topology.node.k8s.io/fingerprint"
-    assert fp.METHODS == ("all", "with-exclusive-resources")
+    assert [m.value for m in FingerprintMethod] == ["all", "with-exclusive-resources"]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+
 if TYPE_CHECKING:
     from rte.sim.config import SimConfig
     from rte.sim.sweep import SweepRun
@@ -163,12 +165,15 @@ def _duration(value: str | None, option: str) -> float | None:
     help="Reserve cache: a flush requeues unschedulable pods (not reference).",
 )
 @click.option(
-    "--informer-mode", type=click.Choice(["Dedicated", "Shared"]), default="Dedicated", show_default=True
+    "--informer-mode",
+    type=click.Choice([m.value for m in InformerMode], case_sensitive=False),
+    default=InformerMode.DEDICATED.value,
+    show_default=True,
 )
 @click.option(
     "--fingerprint-method",
-    type=click.Choice(["all", "with-exclusive-resources"]),
-    default="with-exclusive-resources",
+    type=click.Choice([m.value for m in FingerprintMethod], case_sensitive=False),
+    default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value,
     show_default=True,
 )
 @click.option(
@@ -242,8 +247,8 @@ def _run_options(**o: Any) -> None:
         dirty_after_failures=o["dirty_after"],
         follow_clean_nodes=not o["no_follow_clean"],
         requeue_on_flush=o["requeue_on_flush"],
-        informer_mode=o["informer_mode"],
-        fingerprint_method=o["fingerprint_method"],
+        informer_mode=InformerMode(o["informer_mode"]),
+        fingerprint_method=FingerprintMethod(o["fingerprint_method"]),
         strategy=o["strategy"],
         schedule_cycle=_duration(o["schedule_cycle"], "--schedule-cycle") or 0.0,
         bind_latency=_duration(o["bind_latency"], "--bind-latency") or 0.0,

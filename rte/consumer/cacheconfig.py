@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from rte.errors import ConfigError
 from rte.model.attributes import ZONE_CPU_UTILIZATION
+from rte.model.vocabulary import InformerMode
 
 
 class CacheMode(StrEnum):
@@ -34,11 +35,6 @@ class ResyncMethod(StrEnum):
     AUTODETECT = "Autodetect"
     ALL = "All"
     ONLY_EXCLUSIVE_RESOURCES = "OnlyExclusiveResources"
-
-
-class InformerMode(StrEnum):
-    DEDICATED = "Dedicated"
-    SHARED = "Shared"
 
 
 class ResyncScope(StrEnum):
@@ -169,7 +165,7 @@ def cache_settings_from_plugin_args(
             ForeignPodsDetect, cache.get("foreignPodsDetect", "All"), "cache.foreignPodsDetect"
         ),
         resync_method=parse_enum(ResyncMethod, cache.get("resyncMethod", "Autodetect"), "cache.resyncMethod"),
-        informer_mode=parse_enum(InformerMode, cache.get("informerMode", "Dedicated"), "cache.informerMode"),
+        informer_mode=InformerMode.parse(cache.get("informerMode", "Dedicated"), "cache.informerMode"),
         resync_scope=parse_enum(ResyncScope, cache.get("resyncScope", "All"), "cache.resyncScope"),
     )
     if discard:

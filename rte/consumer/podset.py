@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rte.consumer.cacheconfig import InformerMode, ResyncMethod
+from rte.consumer.cacheconfig import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 
 
 class CompareResult(StrEnum):
@@ -36,7 +37,7 @@ class CompareResult(StrEnum):
 
 def is_relevant(pod: Pod, mode: InformerMode) -> bool:
     """Whether ``pod`` belongs in the fingerprinted set of its node (fingerprint.md §7.1)."""
-    return counts_for_fingerprint(pod, running_only=mode is InformerMode.SHARED)
+    return counts_for_fingerprint(pod, mode)
 
 
 def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:
@@ -63,7 +64,9 @@ def expected_fingerprint(topology: NodeTopology, method: ResyncMethod) -> tuple[
         elif method is ResyncMethod.ONLY_EXCLUSIVE_RESOURCES:
             only_exclusive = True
         else:
-            only_exclusive = topology.attribute(fp.ATTRIBUTE_METHOD) == fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+            only_exclusive = (
+                topology.attribute(fp.ATTRIBUTE_METHOD) == FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+            )
         return value, only_exclusive, "attribute"
     annotation = topology.annotations.get(fp.ANNOTATION)
     if annotation is not None:
@@ -88,8 +91,8 @@ class Comparison:
     result: CompareResult
     expected: str
     computed: str
-    method: str
-    """``all`` or ``with-exclusive-resources``: which pods we counted."""
+    method: FingerprintMethod
+    """Which pods we counted."""
     source: str
     pod_count: int
     time: float
@@ -100,7 +103,7 @@ class Comparison:
             "result": self.result.value,
             "expected": self.expected,
             "computed": self.computed,
-            "method": self.method,
+            "method": self.method.value,
             "source": self.source,
             "podCount": self.pod_count,
             "time": self.time,
@@ -126,7 +129,7 @@ def compare(
     counted = fingerprinted_pods(pods_on_node, mode, only_exclusive, resource_names)
     keys = [p.key for p in counted]
     computed = fp.compute(keys)
-    method_name = fp.METHOD_WITH_EXCLUSIVE_RESOURCES if only_exclusive else fp.METHOD_ALL
+    method_name = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES if only_exclusive else FingerprintMethod.ALL
 
     def result(kind: CompareResult, detail: str = "") -> Comparison:
         return Comparison(

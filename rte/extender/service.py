@@ -32,7 +32,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from rte.consumer.cachebase import NRTCache, ResyncReport
-from rte.consumer.cacheconfig import InformerMode
 from rte.consumer.cycle import filter_nodes, score_nodes
 from rte.consumer.podset import is_in_flight
 from rte.consumer.requests import PreparedPod, prepare_pod
@@ -42,6 +41,7 @@ from rte.errors import InputError
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.quantity import quantity_text
+from rte.model.vocabulary import InformerMode
 
 log = logging.getLogger(__name__)
 

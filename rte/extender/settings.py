@@ -53,7 +53,6 @@ from rte.consumer.cacheconfig import (
     CacheConfig,
     CacheSettings,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncMethod,
@@ -66,6 +65,7 @@ from rte.consumer.score import ScoringStrategy
 from rte.durations import parse_duration
 from rte.errors import ConfigError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
+from rte.model.vocabulary import InformerMode
 
 DEFAULT_LISTEN = ":8888"
 ENV_PREFIX = "RTE_EXTENDER_"
@@ -183,7 +183,7 @@ def extender_settings(
         profiles=profiles,
         foreign_pods_detect=parse_enum(ForeignPodsDetect, foreign_pods_detect, "--foreign-pods-detect"),
         resync_method=parse_enum(ResyncMethod, resync_method, "--resync-method"),
-        informer_mode=parse_enum(InformerMode, informer_mode, "--informer-mode"),
+        informer_mode=InformerMode.parse(informer_mode, "--informer-mode"),
         heartbeat_max_age=max_age or None,
         stale_action=parse_enum(StaleAction, stale_action, "--stale-action"),
         resync_scope=parse_enum(ResyncScope, resync_scope, "--resync-scope"),

@@ -27,9 +27,7 @@ VERSION = "v001"
 ANNOTATION = "topology.node.k8s.io/fingerprint"
 ATTRIBUTE = "nodeTopologyPodsFingerprint"
 ATTRIBUTE_METHOD = "nodeTopologyPodsFingerprintMethod"
-METHOD_ALL = "all"
-METHOD_WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
-METHODS = (METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES)
+"""Its values are :class:`rte.model.vocabulary.FingerprintMethod`."""
 
 _MIN_LENGTH = len(PREFIX) + len(VERSION) + 8
 

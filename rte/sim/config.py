@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rte.consumer.cacheconfig import InformerMode
 from rte.consumer.score import STRATEGIES
 from rte.errors import InputError
-from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.sim.kubelet import POLICIES, SCOPES
 from rte.sim.specs import Burst, parse_burst, parse_node_shapes, parse_pod_mix
 
@@ -43,7 +42,7 @@ class SimConfig:
     """Seconds between agent updates; 0 publishes on every change, at once."""
     publish_delay: float = 0.2
     """From reading the kubelet to the write reaching the apiserver."""
-    fingerprint_method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+    fingerprint_method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
     # --- scheduler ---
     cache: str = CACHE_NONE
     resync_period: float = 5.0
@@ -53,7 +52,7 @@ class SimConfig:
     requeue_on_flush: bool = False
     """Treat a reserve-cache flush as a cluster event that requeues unschedulable pods. The
     reference plugin does not (it requeues on NRT and pod events only)."""
-    informer_mode: str = InformerMode.DEDICATED.value
+    informer_mode: InformerMode = InformerMode.DEDICATED
     watch_delay: float = 0.1
     """From the NRT write to the scheduler's store applying it."""
     strategy: str = "LeastAllocated"
@@ -116,12 +115,10 @@ class SimConfig:
             raise InputError("--scope", f"{self.scope!r} is not one of {', '.join(SCOPES)}")
         if self.strategy not in STRATEGIES:
             raise InputError("--strategy", f"{self.strategy!r} is not one of {', '.join(STRATEGIES)}")
-        if self.fingerprint_method not in fp.METHODS:
-            raise InputError(
-                "--fingerprint-method", f"{self.fingerprint_method!r} is not one of {', '.join(fp.METHODS)}"
-            )
-        if self.informer_mode not in tuple(m.value for m in InformerMode):
-            raise InputError("--informer-mode", f"{self.informer_mode!r} is not Dedicated or Shared")
+        # Spellings from a caller (any case) become the members, so the JSON prints one spelling.
+        method = FingerprintMethod.parse(self.fingerprint_method, "--fingerprint-method")
+        object.__setattr__(self, "fingerprint_method", method)
+        object.__setattr__(self, "informer_mode", InformerMode.parse(self.informer_mode, "--informer-mode"))
         if self.dirty_after_failures < 1:
             raise InputError("--dirty-after", f"must be at least 1, got {self.dirty_after_failures}")
         parse_node_shapes(self.shapes)
