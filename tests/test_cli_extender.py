@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from extender_helpers import GI, Client, nrt, pod
 from rte.cli import main
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,

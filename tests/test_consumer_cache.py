@@ -5,9 +5,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from rte.consumer.cache import OverReserveCache
-from rte.consumer.cachebase import NO_NRT, NOT_FRESH, Lookup
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
@@ -18,10 +16,14 @@ from rte.consumer.cacheconfig import (
     StaleAction,
     cache_settings_from_plugin_args,
 )
-from rte.consumer.caches import DiscardReservedCache, PassthroughCache, make_cache
+from rte.consumer.cache.discardreserved import DiscardReservedCache
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
+from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.cache.resync import CompareResult
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.filter import filter_node
 from rte.consumer.load import busy_zones, score_weight, weighted_score
-from rte.consumer.podset import CompareResult
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import ConfigError
 from rte.model import fingerprint as fp
@@ -144,7 +146,7 @@ def test_a_mismatch_keeps_the_node_dirty_and_its_reservations(caplog: pytest.Log
     cache.reserve("n1", p1)
     cache.mark_maybe_over_reserved("n1")
     store.apply(MODIFIED, nrt(cpus=(8, 8), counted=[]))  # the agent has not seen p1 yet
-    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache"):
+    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache.overreserve"):
         report = cache.resync([p1])
     assert report.flushed == () and report.still_dirty == ("n1",)
     assert report.comparisons["n1"].result is CompareResult.MISMATCH
@@ -164,7 +166,7 @@ def test_an_unreadable_fingerprint_is_a_warning_and_keeps_the_node_dirty(
 ) -> None:
     _, cache, _ = setup(nrt(fingerprint=sign))
     cache.mark_maybe_over_reserved("n1")
-    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache"):
+    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache.overreserve"):
         report = cache.resync([])
     assert report.comparisons["n1"].result is result and report.still_dirty == ("n1",)
     assert [r.levelno for r in caplog.records] == [logging.WARNING]

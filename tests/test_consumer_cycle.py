@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rte.consumer.api import evaluate_through_cache
-from rte.consumer.cache import OverReserveCache
-from rte.consumer.cacheconfig import CacheConfig, LoadAwareConfig, LoadMode
-from rte.consumer.caches import PassthroughCache
+from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode
+from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.passthrough import PassthroughCache
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model import fingerprint as fp
 from rte.model.attributes import ZONE_CPU_UTILIZATION

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from rte.cli import extender_cmd
-from rte.consumer.cacheconfig import CacheMode, ForeignPodsDetect
+from rte.consumer.cache.config import CacheMode, ForeignPodsDetect
 from rte.extender.settings import extender_settings
 
 MANIFEST = Path(__file__).resolve().parents[1] / "deploy" / "scheduler-extender.yaml"

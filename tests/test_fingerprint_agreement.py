@@ -16,8 +16,8 @@ import pytest
 from rte.agent.accounting import Accounting
 from rte.agent.builder import build_topology
 from rte.agent.podset import PodGlob, fingerprint_pods
-from rte.consumer.cacheconfig import ResyncMethod
-from rte.consumer.podset import CompareResult, compare
+from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.cache.resync import CompareResult, compare
 from rte.model import fingerprint as fp
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import ResourceInfo, Zone

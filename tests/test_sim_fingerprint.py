@@ -1,7 +1,7 @@
 """The simulated agent's published fingerprint and the consumer's resync check agree.
 
 The agent side is the real accounting, pod-set and builder code over the simulated kubelet; the
-consumer side is the real :func:`rte.consumer.podset.compare`. Equal pod sets must match,
+consumer side is the real :func:`rte.consumer.cache.resync.compare`. Equal pod sets must match,
 different ones must not, in every informer mode and fingerprint method.
 """
 
@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from rte.consumer.cacheconfig import ResyncMethod
-from rte.consumer.podset import CompareResult, compare
+from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.cache.resync import CompareResult, compare
 from rte.consumer.store import resource_names_of
 from rte.model import fingerprint as fp
 from rte.model.pod import PHASE_RUNNING, QOS_GUARANTEED, Container, Pod

@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from rte.consumer.cachebase import NRTCache, ResyncReport
+from rte.consumer.cache.interface import NRTCache, ResyncReport
+from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_nodes
-from rte.consumer.podset import is_in_flight
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore

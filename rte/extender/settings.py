@@ -13,7 +13,7 @@
 
 The defaults are the reference's; the example deployment sets the values its README recommends
 (a 5 s period, ``OnlyExclusiveResources``). rte's own additions, each off or at the reference's
-behaviour by default (see :class:`~rte.consumer.cacheconfig.CacheConfig` for their meaning):
+behaviour by default (see :class:`~rte.consumer.cache.config.CacheConfig` for their meaning):
 
 | flag | ``CacheConfig`` field | default |
 |---|---|---|
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rte.commands.scoring import scoring_strategy
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     DEFAULT_PROFILE,
     CacheConfig,
     CacheSettings,

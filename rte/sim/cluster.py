@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rte.consumer.cachebase import NRTCache
-from rte.consumer.cacheconfig import CacheConfig, CacheMode, CacheSettings
-from rte.consumer.caches import make_cache
+from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.cache.interface import NRTCache
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
 from rte.model.vocabulary import InformerMode
 from rte.sim.agent import SimAgent

@@ -33,11 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.consumer.cacheconfig import (
-    DEFAULT_PROFILE,
-    CacheMode,
-)
-from rte.consumer.podset import CompareResult
+from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
+from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, MODIFIED, NRTStore

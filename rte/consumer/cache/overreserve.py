@@ -60,24 +60,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from rte.consumer.cachebase import (
-    NO_NRT,
-    NOT_FRESH,
-    Lookup,
-    PodsInput,
-    ResyncReport,
-    group_pods,
-    heartbeat_age,
-    is_stale,
-    stale_verdict,
-)
-from rte.consumer.cacheconfig import CacheConfig, ForeignPodsDetect, ResyncScope
-from rte.consumer.nodestate import NodeState
-from rte.consumer.podset import CompareResult, Comparison, compare, is_in_flight
-from rte.consumer.reservations import SOURCE_IN_FLIGHT, Reservation
+from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, ResyncScope
+from rte.consumer.cache.freshness import heartbeat_age, is_stale, stale_verdict
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
+from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, Reservation
+from rte.consumer.cache.resync import CompareResult, Comparison, PodsInput, compare, group_pods, is_in_flight
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
@@ -85,8 +76,6 @@ from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 class OverReserveCache:

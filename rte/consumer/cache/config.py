@@ -106,7 +106,7 @@ class CacheConfig:
     """Whether a node with no Lease at all counts as stale (off: agents without leases still work)."""
     startup_grace: float = 0.0
     """Seconds after start during which a node not yet confirmed by a fingerprint match is not
-    fresh; 0 disables the startup rule. See :mod:`rte.consumer.cache`."""
+    fresh; 0 disables the startup rule. See :mod:`rte.consumer.cache.overreserve`."""
     load: LoadAwareConfig = field(default_factory=LoadAwareConfig)
 
     def __post_init__(self) -> None:

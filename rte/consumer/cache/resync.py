@@ -12,17 +12,20 @@ Pure functions behind the reserve cache's resync (fingerprint.md §4, §6, §7):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rte.consumer.cacheconfig import ResyncMethod
+from rte.consumer.cache.config import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod, InformerMode
+
+PodsInput = Iterable[Pod] | Mapping[str, Iterable[Pod]]
+"""All pods the informer holds, or the same grouped by node name."""
 
 
 class CompareResult(StrEnum):
@@ -154,3 +157,16 @@ def compare(
     except fp.MalformedFingerprintError as e:
         return result(CompareResult.MALFORMED, str(e))
     return result(CompareResult.MATCH)
+
+
+def group_pods(pods: PodsInput) -> tuple[dict[str, list[Pod]], dict[tuple[str, str], Pod]]:
+    """``(bound pods by node, every pod by (namespace, name))`` from either input shape."""
+    by_node: dict[str, list[Pod]] = {}
+    known: dict[tuple[str, str], Pod] = {}
+    flat: Iterable[Pod]
+    flat = (p for group in pods.values() for p in group) if isinstance(pods, Mapping) else pods
+    for pod in flat:
+        known[pod.key] = pod
+        if pod.node_name:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    return by_node, known
