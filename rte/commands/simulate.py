@@ -63,9 +63,9 @@ def simulate(
 
         _pyplot()  # fail before a long run, not after it
     if not (sweep or sweep_nodes or sweep_intervals or sweep_caches):
-        from rte.sim.engine import run
+        from rte.sim.engine import run_simulation
 
-        result = run(config)
+        result = run_simulation(config)
         if output == "json":
             out.write(json.dumps(result.to_dict(series=series), indent=1) + "\n")
         else:

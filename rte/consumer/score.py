@@ -33,14 +33,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rte.consumer.least_numa import least_numa_score
+from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
 from rte.errors import ConfigError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
-
-MAX_SCORE = 100
-MIN_SCORE = 0
 
 MOST_ALLOCATED = "MostAllocated"
 LEAST_ALLOCATED = "LeastAllocated"

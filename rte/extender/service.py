@@ -39,13 +39,11 @@ from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
-from rte.model.pod import Pod, pod_from_manifest
+from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import InformerMode
 
 log = logging.getLogger(__name__)
-
-PodKey = tuple[str, str]
 
 
 def _allocatable_names(node: Mapping[str, Any]) -> frozenset[str]:

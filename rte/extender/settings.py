@@ -68,7 +68,7 @@ from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 from rte.model.vocabulary import InformerMode
 
 DEFAULT_LISTEN = ":8888"
-ENV_PREFIX = "RTE_EXTENDER_"
+EXTENDER_ENV_PREFIX = "RTE_EXTENDER_"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,9 @@ PHASE_PENDING = "Pending"
 PHASE_RUNNING = "Running"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
+PodKey = tuple[str, str]
+"""``(namespace, name)``: how pods are told apart (the fingerprint hashes the same pair)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Container:
@@ -58,7 +61,7 @@ class Pod:
     status_qos_class: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
+    def key(self) -> PodKey:
         return (self.namespace, self.name)
 
     @property

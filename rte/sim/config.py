@@ -9,7 +9,7 @@ from rte.consumer.score import STRATEGIES
 from rte.errors import InputError
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.sim.kubelet import POLICIES, SCOPES
-from rte.sim.specs import Burst, parse_burst, parse_node_shapes, parse_pod_mix
+from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
 CACHE_NONE = "none"
 CACHE_RESERVE = "reserve"
@@ -18,7 +18,6 @@ CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_DISCARD)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
-GiB = 1024**3
 
 
 @dataclass(frozen=True)

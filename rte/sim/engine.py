@@ -432,6 +432,6 @@ class Simulation:
             self._push(self.now + self.sample_period, SAMPLE)
 
 
-def run(config: SimConfig) -> SimResult:
+def run_simulation(config: SimConfig) -> SimResult:
     """Run one simulation."""
     return Simulation(config).run()
