@@ -1,11 +1,13 @@
-"""Rules the source of ``rte/`` keeps: one definition per public name, modules of one screenful.
+"""Rules the source of ``rte/`` keeps: one definition per public name, modules of one screenful,
+and citations a reader of this repository can follow.
 
-Both read the source text; nothing is imported.
+All read the source text; nothing is imported.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,3 +92,50 @@ def test_no_module_is_longer_than_a_screenful_or_two() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+# A section sign must follow a document of this repository ("docs/x.md §2"); documents kept
+# elsewhere (design seeds, specs beside the repository) are cited by their upstream source instead.
+_SECTION = re.compile(r"(\S*)\s*§")
+_SEED = re.compile(r"\bseed\s+\d{3}\b", re.IGNORECASE)
+_MARKDOWN = re.compile(r"(\S+\s+)?([\w./-]+\.md)\b")
+_UPSTREAM = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/repo" before an upstream path
+
+
+def _in_repository(cited: str) -> bool:
+    return (ROOT / cited).is_file() or (ROOT / "docs" / cited).is_file()
+
+
+def _bad_citations(text: str) -> list[str]:
+    """Citations in ``text`` a reader of this repository cannot follow."""
+    plain = re.sub(r"[`()\[\],;:\"']", " ", text)
+    bad = [m.group(0) for m in _SEED.finditer(plain)]
+    for m in _SECTION.finditer(plain):
+        if not (m.group(1).endswith(".md") and _in_repository(m.group(1))):
+            bad.append(m.group(0).strip())
+    for m in _MARKDOWN.finditer(plain):
+        before, cited = (m.group(1) or "").strip(), m.group(2)
+        if _UPSTREAM.match(before) or ("/" in cited and not cited.startswith("docs/")):
+            continue  # an upstream path, cited by repository
+        if not _in_repository(cited):
+            bad.append(cited)
+    return bad
+
+
+def test_citations_in_rte_name_upstream_sources_or_documents_of_this_repository() -> None:
+    bad = {
+        path.relative_to(ROOT).as_posix(): found
+        for path in _modules()
+        if (found := _bad_citations(path.read_text(encoding="utf-8")))
+    }
+    assert bad == {}
+
+
+def test_the_citation_rule_tells_followable_citations_from_the_others() -> None:
+    assert _bad_citations("see docs/fingerprint-agreement.md, and README.md") == []
+    assert _bad_citations("kubernetes-sigs/scheduler-plugins ``pkg/x/cache/docs/design.md``") == []
+    assert _bad_citations("koordinator-sh/koordinator docs/proposals/load-aware.md") == []
+    assert _bad_citations("(reference §5.3)") == ["reference §"]
+    assert _bad_citations("fingerprint.md §7.4") == ["fingerprint.md §", "fingerprint.md"]
+    assert _bad_citations("seed 003's idea") == ["seed 003"]
+    assert _bad_citations("see docs/missing.md") == ["docs/missing.md"]

@@ -1,6 +1,7 @@
 """Score: rank the nodes that passed Filter, 0 (worst) to 100 (best).
 
-Gating, as the reference (reference-consumer.md §4.1): a pod that is not Guaranteed scores 100
+Gating, as the reference (kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology/score.go``):
+a pod that is not Guaranteed scores 100
 everywhere; a node without a (fresh) NRT scores 0; LeastNUMANodes scores under any policy, the
 other strategies score 0 unless the policy is ``single-numa-node``.
 

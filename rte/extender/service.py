@@ -13,7 +13,8 @@ already running is not reserved: the node's NRT is expected to reflect it, and t
 check catches the case where it does not. The window between the scheduler's bind and our
 watch event (milliseconds) is not covered; the reference plugin has no such window.
 
-Every pod event also goes to the cache's foreign-pod detection (reference §5.3), and a failed
+Every pod event also goes to the cache's foreign-pod detection (as in the reference,
+kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology/cache/foreign_pods.go``), and a failed
 filter on a node with usable data marks it "maybe over-reserved", so the periodic resync
 checks its fingerprint (:mod:`rte.consumer.cycle`, shared with library users).
 

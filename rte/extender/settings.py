@@ -1,4 +1,7 @@
-"""Settings of ``rte extender``, named after the reference plugin's arguments (reference §6).
+"""Settings of ``rte extender``, named after the reference plugin's arguments.
+
+The arguments are ``NodeResourceTopologyMatchArgs`` (kubernetes-sigs/scheduler-plugins
+``apis/config/types.go``):
 
 | flag (env ``RTE_EXTENDER_*``) | plugin argument | default |
 |---|---|---|

@@ -131,7 +131,11 @@ class KubeletConfig:
         return threshold
 
     def nrt_attributes(self) -> list[tuple[str, str]]:
-        """Top-level NRT attributes for these settings, sorted by name (nrt-api.md §7.1).
+        """Top-level NRT attributes for these settings, sorted by name.
+
+        Names follow the convention of kubernetes-sigs/scheduler-plugins
+        ``pkg/noderesourcetopology/README.md`` ("Topology Manager configuration"): the kubelet
+        config field in camelCase, its value verbatim.
 
         The Topology Manager ones are what the consumer reads; ``cpuManagerPolicy``,
         ``memoryManagerPolicy`` and ``reservedSystemCPUs`` are informational.

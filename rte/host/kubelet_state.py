@@ -3,7 +3,9 @@
 The podresources API stays the source of truth for assignments; these files add what it does not
 say (the shared pool, the memory manager's per-NUMA machine state) and serve as change triggers.
 
-Every shape the kubelet has written is accepted (podresources.md §9):
+Every shape the kubelet has written is accepted (kubernetes/kubernetes
+``pkg/kubelet/cm/cpumanager/state/checkpoint.go`` and ``pkg/kubelet/cm/memorymanager/state/checkpoint.go``
+and their history):
 
 * ``cpu_manager_state`` v1 (``entries: {containerID: cpuset}``), v2 (``entries: {podUID:
   {container: cpuset}}``), with 1.36 ``podEntries``, and the 1.37-dev ``{"data": "<json>"}`` wrap;

@@ -1,6 +1,6 @@
 """Which pods the scheduler believes a node runs, and whether the node's NRT agrees.
 
-Pure functions behind the reserve cache's resync (fingerprint.md §4, §6, §7):
+Pure functions behind the reserve cache's resync (docs/fingerprint-agreement.md):
 
 * :func:`is_relevant` is the informer-mode rule: ``Dedicated`` counts every bound pod that left
   ``Pending`` (terminal ones included), ``Shared`` only ``Running`` ones;
@@ -39,7 +39,7 @@ class CompareResult(StrEnum):
 
 
 def is_relevant(pod: Pod, mode: InformerMode) -> bool:
-    """Whether ``pod`` belongs in the fingerprinted set of its node (fingerprint.md §7.1)."""
+    """Whether ``pod`` belongs in the fingerprinted set of its node (:func:`counts_for_fingerprint`)."""
     return counts_for_fingerprint(pod, mode)
 
 
@@ -55,7 +55,10 @@ def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:
 
 
 def expected_fingerprint(topology: NodeTopology, method: ResyncMethod) -> tuple[str, bool, str]:
-    """``(expected, only_exclusive, source)`` per fingerprint.md §6.
+    """``(expected, only_exclusive, source)``, looked up as the reference does.
+
+    The reference is ``podFingerprintForNodeTopology`` in kubernetes-sigs/scheduler-plugins
+    ``pkg/noderesourcetopology/cache/store.go``.
 
     ``source`` is ``attribute``, ``annotation`` or ``""``; an empty ``expected`` means there is
     nothing to check against. The legacy annotation always means "all pods".
@@ -126,7 +129,8 @@ def compare(
 
     ``resource_names`` should be those of ``topology`` itself, the NRT being checked: the agent
     classified exclusivity against the names it was about to publish, not against whatever an
-    older NRT in our cache listed (the last row of fingerprint.md §7.4).
+    older NRT in our cache listed (the last row of "The mismatch trap" in
+    docs/fingerprint-agreement.md).
     """
     expected, only_exclusive, source = expected_fingerprint(topology, method)
     counted = fingerprinted_pods(pods_on_node, mode, only_exclusive, resource_names)
