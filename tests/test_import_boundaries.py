@@ -1,7 +1,9 @@
-"""Import boundaries: the shared model is pure, and the consumer never pulls in agent code.
+"""Import boundaries at run time: what importing a package really loads.
 
-Each package is imported in a fresh interpreter, so modules loaded by other tests cannot hide
-a violation.
+``lint-imports`` (the contracts in pyproject.toml) checks the import statements of rte; it cannot
+see what third-party packages import in turn, nor imports made by name at run time. Here each
+package is imported in a fresh interpreter, so modules loaded by other tests cannot hide a
+violation, and every module that ends up loaded counts.
 """
 
 import json
@@ -11,6 +13,7 @@ import sys
 
 import pytest
 
+import rte.agent
 import rte.consumer
 import rte.model
 
@@ -41,8 +44,10 @@ def _loaded_after_importing(modules: list[str]) -> list[str]:
             {"rte.consumer.filter", "rte.consumer.score", "rte.consumer.cache.overreserve"},
             EDGES,
         ),
+        # The agent stays light: none of its dependencies may drag NumPy in either.
+        (rte.agent, {"rte.agent.loop", "rte.agent.publisher", "rte.agent.podwatch"}, ("numpy", "matplotlib")),
     ],
-    ids=["model", "consumer"],
+    ids=["model", "consumer", "agent"],
 )
 def test_package_imports_nothing_beyond_its_boundary(
     package: object, must_have: set[str], forbidden: tuple[str, ...]
