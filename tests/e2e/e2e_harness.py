@@ -28,6 +28,7 @@ from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.pod import Pod, pod_from_manifest
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres import convert
 from rte.podres.files import PodResourcesFiles
 from rte.podres.v1 import api_pb2
@@ -38,7 +39,7 @@ SCENARIO = FIXTURES / "podres" / "dell-r640-sriov-static"
 KUBELET_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"
 NODE = "worker-1"
 NRT = "noderesourcetopologies"
-METHOD = "with-exclusive-resources"
+METHOD = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
 
 T = TypeVar("T")
 
