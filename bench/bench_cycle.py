@@ -21,6 +21,7 @@ from rte.agent.kubelet import SocketReader
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.host.kubelet_config import parse_kubelet_config
 from rte.host.sysfs import read_machine
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.client import PodResourcesClient
 from rte.testing import fake_sysfs, scenarios
 from rte.testing.fake_kubelet import FakeKubelet
@@ -59,8 +60,8 @@ def run() -> dict[str, float]:
                     reader=reader,
                     machine_loader=lambda: machine,
                     kubelet_config=_Config(),
-                    method="with-exclusive-resources",
-                    informer_mode="dedicated",
+                    method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+                    informer_mode=InformerMode.DEDICATED,
                 )
 
             warm = scanner()

@@ -20,8 +20,8 @@ import random
 from typing import Any
 
 from bench.timing import Row, median_seconds
-from rte.consumer.cacheconfig import CacheConfig, CacheMode, CacheSettings
-from rte.consumer.caches import make_cache
+from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import NRTStore
 from rte.extender.server import ExtenderServer

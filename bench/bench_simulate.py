@@ -17,7 +17,7 @@ import sys
 
 from bench.timing import Row
 from rte.sim.config import SimConfig
-from rte.sim.engine import run
+from rte.sim.engine import run_simulation
 
 TARGET_SECONDS = 60.0
 
@@ -43,7 +43,7 @@ def configs(nodes: int, pods: int) -> list[tuple[str, SimConfig]]:
 
 
 def summary() -> list[Row]:
-    slowest = max(run(config).wall_seconds for _, config in configs(1000, 20000))
+    slowest = max(run_simulation(config).wall_seconds for _, config in configs(1000, 20000))
     return [
         Row(
             "rte simulate, 1000 nodes x 20,000 pods (slowest of 3 configurations)",
@@ -60,7 +60,7 @@ def main() -> None:
     print(f"rte simulate: {nodes} nodes x {pods} pods (target <= {TARGET_SECONDS:.0f} s per run)")
     worst = 0.0
     for label, config in configs(nodes, pods):
-        result = run(config)
+        result = run_simulation(config)
         wall = result.wall_seconds
         worst = max(worst, wall)
         events = result.counters.events

@@ -15,6 +15,7 @@ from rte import __version__
 from rte.commands.errors import reports_errors
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
+from rte.model.vocabulary import FingerprintMethod
 
 if TYPE_CHECKING:
     from rte.settings.schema import Schema
@@ -36,8 +37,8 @@ def _method_option(help_text: str) -> Callable[[F], F]:
     """The fingerprint method flag shared by `fingerprint` and `dump`."""
     return click.option(
         "--method",
-        type=click.Choice(["all", "with-exclusive-resources"], case_sensitive=False),
-        default="with-exclusive-resources",
+        type=click.Choice([m.value for m in FingerprintMethod], case_sensitive=False),
+        default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value,
         show_default=True,
         help=help_text,
     )
@@ -66,7 +67,9 @@ def fingerprint_cmd(
     """
     from rte.commands.fingerprint import fingerprint_pairs, kubelet_pods, read_pod_lines
 
-    pods = kubelet_pods(podresources, method=method) if podresources else read_pod_lines(file)
+    pods = (
+        kubelet_pods(podresources, method=FingerprintMethod(method)) if podresources else read_pod_lines(file)
+    )
     fingerprint_pairs(pods, trace=trace, node_name=node_name, expected=expected)
 
 
@@ -115,14 +118,14 @@ def dump_cmd(
         podresources=podresources,
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
-        method=method,
+        method=FingerprintMethod(method),
     )
 
 
 def _agent_schema() -> Schema[Any]:
-    from rte.agent.settings import SCHEMA
+    from rte.agent.settings import AGENT_SCHEMA
 
-    return SCHEMA
+    return AGENT_SCHEMA
 
 
 @main.command(
@@ -206,9 +209,9 @@ def fit_cmd(
 
 
 def _extender_schema() -> Schema[Any]:
-    from rte.extender.settings import SCHEMA
+    from rte.extender.settings import EXTENDER_SCHEMA
 
-    return SCHEMA
+    return EXTENDER_SCHEMA
 
 
 @main.command(

@@ -2,8 +2,8 @@
 
 The kubelet allows 100 QPS with a burst of 10 on its podresources socket, shared by every
 client; going over makes calls fail with RESOURCE_EXHAUSTED. The apiserver throttles with 429.
-Waiting a little on our side is cheaper than failing. (The agent loop's own scheduling uses the
-non-blocking bucket in :mod:`rte.agent.pacing`, which takes the time as an argument.)
+Waiting a little on our side is cheaper than failing. (The agent loop's own scheduling uses
+:class:`rte.agent.pacing.NonBlockingTokenBucket`, which takes the time as an argument.)
 """
 
 from __future__ import annotations

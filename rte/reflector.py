@@ -37,7 +37,7 @@ from rte.ratelimit import backoff_delay
 
 log = logging.getLogger(__name__)
 
-EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
+_EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 """The events handed to ``on_event``; BOOKMARK and ERROR are the reflector's own business."""
 
 _QUICK_END = 1.0
@@ -257,7 +257,7 @@ class Reflector:
             raise ValueError(f"watch ERROR event: {obj.get('code')} {obj.get('message', '')}")
         metadata = obj.get("metadata")
         rv = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-        if kind in EVENT_TYPES:
+        if kind in _EVENT_TYPES:
             try:
                 self._on_event(str(kind), obj)
             except InputError as e:

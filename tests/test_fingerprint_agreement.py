@@ -15,12 +15,13 @@ import pytest
 
 from rte.agent.accounting import Accounting
 from rte.agent.builder import build_topology
-from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED, PodGlob, fingerprint_pods
-from rte.consumer.cacheconfig import InformerMode, ResyncMethod
-from rte.consumer.podset import CompareResult, compare
+from rte.agent.podset import PodGlob, fingerprint_pods
+from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.cache.resync import CompareResult, compare
 from rte.model import fingerprint as fp
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import ResourceInfo, Zone
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import ContainerResources, Device, PodResources
 
 NODE = "worker-1"
@@ -77,7 +78,11 @@ PUBLISHED = {"cpu", "memory", NIC}
 
 
 def _publish(
-    method: str, mode: str = INFORMER_DEDICATED, *, specs: bool = True, exclude: tuple[PodGlob, ...] = ()
+    method: FingerprintMethod,
+    mode: InformerMode = InformerMode.DEDICATED,
+    *,
+    specs: bool = True,
+    exclude: tuple[PodGlob, ...] = (),
 ):  # type: ignore[no-untyped-def]
     pods = fingerprint_pods(
         LISTED,
@@ -92,23 +97,20 @@ def _publish(
     )
 
 
-@pytest.mark.parametrize("method", fp.METHODS)
-@pytest.mark.parametrize(
-    ("agent_mode", "consumer_mode"),
-    [(INFORMER_DEDICATED, InformerMode.DEDICATED), (INFORMER_SHARED, InformerMode.SHARED)],
-)
+@pytest.mark.parametrize("method", list(FingerprintMethod))
+@pytest.mark.parametrize("mode", list(InformerMode))
 def test_agent_and_consumer_agree_in_every_method_and_informer_mode(
-    method: str, agent_mode: str, consumer_mode: InformerMode
+    method: FingerprintMethod, mode: InformerMode
 ) -> None:
-    topology = _publish(method, agent_mode)
-    result = compare(topology, API_PODS, ResyncMethod.AUTODETECT, consumer_mode, PUBLISHED, now=0.0)
+    topology = _publish(method, mode)
+    result = compare(topology, API_PODS, ResyncMethod.AUTODETECT, mode, PUBLISHED, now=0.0)
     assert result.result is CompareResult.MATCH, result
 
 
 def test_the_exclusive_set_holds_the_fractional_pod_and_the_device_pod() -> None:
     pods = fingerprint_pods(
         LISTED,
-        fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
+        FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
         specs={p.key: p for p in API_PODS},
         published_resources=PUBLISHED,
     )
@@ -122,7 +124,7 @@ def test_the_exclusive_set_holds_the_fractional_pod_and_the_device_pod() -> None
 
 def test_the_reference_agents_assignment_rule_would_never_match() -> None:
     """Without specs we fall back to what the kubelet pinned: the fractional-CPU pod is missed."""
-    topology = _publish(fp.METHOD_WITH_EXCLUSIVE_RESOURCES, specs=False)
+    topology = _publish(FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, specs=False)
     result = compare(topology, API_PODS, ResyncMethod.AUTODETECT, InformerMode.DEDICATED, PUBLISHED, now=0.0)
     assert result.result is CompareResult.MISMATCH
 
@@ -130,7 +132,10 @@ def test_the_reference_agents_assignment_rule_would_never_match() -> None:
 def test_a_running_pod_the_kubelet_has_not_listed_yet_is_not_claimed() -> None:
     late = _pod("late", "Running", limits={"cpu": "1", "memory": "1Gi"})
     pods = fingerprint_pods(
-        LISTED, fp.METHOD_ALL, specs={p.key: p for p in [*API_PODS, late]}, published_resources=PUBLISHED
+        LISTED,
+        FingerprintMethod.ALL,
+        specs={p.key: p for p in [*API_PODS, late]},
+        published_resources=PUBLISHED,
     )
     assert ("apps", "late") not in pods  # the NRT does not account for it yet: stay dirty, safely
 
@@ -138,7 +143,7 @@ def test_a_running_pod_the_kubelet_has_not_listed_yet_is_not_claimed() -> None:
 def test_excluded_pods_leave_the_set() -> None:
     pods = fingerprint_pods(
         LISTED,
-        fp.METHOD_ALL,
+        FingerprintMethod.ALL,
         specs={p.key: p for p in API_PODS},
         published_resources=PUBLISHED,
         exclude=(PodGlob.parse("apps/best*"), PodGlob.parse("finished")),
@@ -149,15 +154,10 @@ def test_excluded_pods_leave_the_set() -> None:
 
 def test_an_empty_node_publishes_the_empty_set_fingerprint_and_the_consumer_matches_it() -> None:
     topology = build_topology(
-        NODE, Accounting(ZONES), config=None, fingerprint_pods=[], fingerprint_method="all"
+        NODE, Accounting(ZONES), config=None, fingerprint_pods=[], fingerprint_method=FingerprintMethod.ALL
     )
     assert topology.attribute(fp.ATTRIBUTE) == "pfp0v001ef46db3751d8e999"
     assert topology.attribute(fp.ATTRIBUTE_METHOD) == "all"
     assert topology.annotations[fp.ANNOTATION] == "pfp0v001ef46db3751d8e999"
     result = compare(topology, [], ResyncMethod.AUTODETECT, InformerMode.DEDICATED, PUBLISHED, now=0.0)
     assert result.result is CompareResult.MATCH
-
-
-def test_unknown_methods_are_refused() -> None:
-    with pytest.raises(ValueError, match="method"):
-        fingerprint_pods(LISTED, "some")

@@ -9,6 +9,7 @@ from rte.host.kubelet_config import KubeletConfig
 from rte.model import attributes as names
 from rte.model import fingerprint as fp
 from rte.model.topology import Attribute, NodeTopology, OwnerReference
+from rte.model.vocabulary import FingerprintMethod
 
 
 def build_topology(
@@ -17,7 +18,7 @@ def build_topology(
     *,
     config: KubeletConfig | None,
     fingerprint_pods: Sequence[tuple[str, str]] | None,
-    fingerprint_method: str,
+    fingerprint_method: FingerprintMethod,
     owner: OwnerReference | None = None,
     extra_attributes: Mapping[str, str] | None = None,
 ) -> NodeTopology:
@@ -39,7 +40,7 @@ def build_topology(
     if fingerprint_pods is not None:
         sign = fp.compute(fingerprint_pods)
         attrs[fp.ATTRIBUTE] = sign
-        attrs[fp.ATTRIBUTE_METHOD] = fingerprint_method
+        attrs[fp.ATTRIBUTE_METHOD] = fingerprint_method.value
         annotations[fp.ANNOTATION] = sign
     if extra_attributes:
         attrs.update(extra_attributes)

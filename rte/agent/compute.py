@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 
 from rte.agent.accounting import Accounting, account
 from rte.agent.builder import build_topology
-from rte.agent.podset import INFORMER_DEDICATED, PodGlob, fingerprint_pods
+from rte.agent.podset import PodGlob, fingerprint_pods
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.topology import Attribute, NodeTopology, Zone
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import AllocatableResources, PodResources
 
 
@@ -33,10 +34,10 @@ def compute_topology(
     node_name: str,
     config: KubeletConfig | None,
     kubelet: KubeletInputs | None,
-    method: str,
+    method: FingerprintMethod,
     *,
     specs: Mapping[tuple[str, str], Pod] | None = None,
-    informer_mode: str = INFORMER_DEDICATED,
+    informer_mode: InformerMode = InformerMode.DEDICATED,
     exclude: Iterable[PodGlob] = (),
     zone_attributes: Mapping[int, Mapping[str, str]] | None = None,
     memory_state: MemoryManagerState | None = None,

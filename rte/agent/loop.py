@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from rte.agent.metrics import AgentMetrics
-from rte.agent.pacing import Backoff, Coalescer, TokenBucket
+from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
 from rte.agent.scanner import Scan, Scanner
 from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
@@ -131,7 +131,7 @@ class Agent:
         now = clock()
         s = settings
         self._coalescer = Coalescer(s.debounce, s.max_delay)
-        self._writes = TokenBucket(s.publish_qps, s.publish_burst, now)
+        self._writes = NonBlockingTokenBucket(s.publish_qps, s.publish_burst, now)
         self._retry = Backoff(s.retry_base, s.retry_cap, rng)
         self._kubelet_retry = Backoff(s.retry_base, s.retry_cap, rng)
         self._next_poll = now + s.poll_interval if s.poll_interval > 0 else math.inf

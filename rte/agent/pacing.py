@@ -3,7 +3,7 @@
 * :class:`Coalescer`: triggers arriving in a burst become one cycle. A cycle is due once the
   burst has been quiet for ``debounce``, or ``max_delay`` after its first trigger, whichever comes
   first, so a continuous stream of triggers cannot postpone publishing forever.
-* :class:`TokenBucket`: a non-blocking token bucket (the loop never sleeps inside it; it asks
+* :class:`NonBlockingTokenBucket`: a non-blocking token bucket (the loop never sleeps inside it; it asks
   when the next token comes and waits for that, still able to react to shutdown).
 * :class:`Backoff`: exponential retry delays with jitter, so a fleet of agents that lost the
   apiserver at the same moment does not come back in lockstep.
@@ -59,7 +59,7 @@ class Coalescer:
         return reasons
 
 
-class TokenBucket:
+class NonBlockingTokenBucket:
     """``rate`` tokens per second, at most ``burst`` banked; never blocks."""
 
     def __init__(self, rate: float, burst: int, now: float) -> None:

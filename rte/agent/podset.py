@@ -5,8 +5,8 @@ adopts our NRT only when the two match, so our pod set must be the one the sched
 for this node, and must never claim a pod our accounting has not seen yet:
 
 * With pod specs from the API (the daemon watches the pods bound to its node), a pod counts when
-  the consumer's informer mode counts it (``dedicated``: bound and not Pending, terminal pods
-  included; ``shared``: Running) **and** the kubelet already lists it, or it is terminal (its
+  the consumer's informer mode counts it (``Dedicated``: bound and not Pending, terminal pods
+  included; ``Shared``: Running) **and** the kubelet already lists it, or it is terminal (its
   resources are released, so counting it claims nothing). A Running pod the kubelet does not
   list yet is left out: the fingerprints then differ until the next cycle, the safe direction.
   ``with-exclusive-resources`` keeps the pods the shared spec rule
@@ -25,14 +25,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import PodResources
-
-INFORMER_DEDICATED = "dedicated"
-INFORMER_SHARED = "shared"
-INFORMER_MODES = (INFORMER_DEDICATED, INFORMER_SHARED)
 
 
 @dataclass(frozen=True)
@@ -65,30 +61,30 @@ def has_exclusive_assignment(pod: PodResources) -> bool:
 
 def fingerprint_pods(
     listed: Sequence[PodResources],
-    method: str,
+    method: FingerprintMethod,
     *,
     specs: Mapping[tuple[str, str], Pod] | None = None,
     published_resources: Collection[str] = (),
-    informer_mode: str = INFORMER_DEDICATED,
+    informer_mode: InformerMode = InformerMode.DEDICATED,
     exclude: Iterable[PodGlob] = (),
 ) -> list[tuple[str, str]]:
     """The ``(namespace, name)`` pairs the fingerprint covers, in a stable order."""
-    if method not in fp.METHODS:
-        raise ValueError(f"unknown fingerprint method {method!r}")
     globs = tuple(exclude)
     listed_keys = {(p.namespace, p.name) for p in listed}
     chosen: list[tuple[str, str]] = []
     if specs is not None:
         for key, pod in specs.items():
-            if not counts_for_fingerprint(pod, running_only=informer_mode == INFORMER_SHARED):
+            if not counts_for_fingerprint(pod, informer_mode):
                 continue
             if key not in listed_keys and not pod.is_terminal:
                 continue
-            if method == fp.METHOD_WITH_EXCLUSIVE_RESOURCES and not is_exclusive(pod, published_resources):
+            if method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES and not is_exclusive(
+                pod, published_resources
+            ):
                 continue
             chosen.append(key)
     else:
         for p in listed:
-            if method == fp.METHOD_ALL or has_exclusive_assignment(p):
+            if method is FingerprintMethod.ALL or has_exclusive_assignment(p):
                 chosen.append((p.namespace, p.name))
     return sorted(k for k in chosen if not any(g.matches(*k) for g in globs))

@@ -26,12 +26,10 @@ from typing import Any
 
 from rte.agent.kube import raw_get
 from rte.errors import InputError
-from rte.model.pod import Pod, pod_from_manifest
+from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
-
-PodKey = tuple[str, str]
 
 PODS_PATH = "/api/v1/pods"
 

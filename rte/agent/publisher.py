@@ -39,7 +39,7 @@ from typing import Any
 
 from rte.agent.kube import raw_get
 from rte.agent.nrtpatch import merge_patch
-from rte.agent.retry import Backoff, Failure, classify, describe, is_api_error
+from rte.agent.retry import ApiRetryBackoff, Failure, classify, describe, is_api_error
 from rte.errors import PublishError, UnavailableError
 from rte.model.nrt import GROUP, PLURAL, VERSION, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
@@ -94,7 +94,7 @@ class Publisher:
         self.owner_reference = owner_reference
         self.field_manager = field_manager
         self.retries = max(0, retries)
-        self._backoff = Backoff(backoff_base, backoff_cap, rng)
+        self._backoff = ApiRetryBackoff(backoff_base, backoff_cap, rng)
         self._sleep = sleep
         self._objects = client.CustomObjectsApi(api_client)
         self._api = api_client

@@ -98,8 +98,12 @@ def describe(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class Backoff:
-    """Exponential backoff with equal jitter: attempt n waits in [d/2, d], d = min(cap, base x 2^n).
+class ApiRetryBackoff:
+    """Delays between retries of one apiserver request: the server's ``Retry-After`` on a 429,
+    else exponential backoff with equal jitter (attempt n waits in [d/2, d], d = min(cap, base x 2^n)).
+
+    Stateless, indexed by attempt; the agent loop's own :class:`rte.agent.pacing.Backoff` counts
+    failures itself instead.
 
     Jitter spreads the retries of a thousand agents that failed together (an apiserver restart)
     instead of bringing them all back in the same instant.

@@ -34,6 +34,7 @@ from rte.host.kubelet_state import MemoryManagerState, load_memory_manager_state
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import AllocatableResources
 
 log = logging.getLogger(__name__)
@@ -142,8 +143,8 @@ class Scanner:
         reader: KubeletReader,
         machine_loader: Callable[[], Machine],
         kubelet_config: KubeletConfigCache,
-        method: str,
-        informer_mode: str,
+        method: FingerprintMethod,
+        informer_mode: InformerMode,
         exclude: Iterable[PodGlob] = (),
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,

@@ -26,12 +26,22 @@ from typing import Any
 from rte.durations import format_duration
 from rte.errors import SettingError
 from rte.model.names import object_name_problem
-from rte.settings.loader import dump, load, located
-from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, LIST, PATH, STR, Schema, setting
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.settings.loader import load, located, render_settings
+from rte.settings.schema import (
+    BOOL,
+    CHOICE,
+    DURATION,
+    FLOAT,
+    INT,
+    LIST,
+    LOG_LEVELS,
+    PATH,
+    STR,
+    Schema,
+    setting,
+)
 
-FINGERPRINT_METHODS = ("with-exclusive-resources", "all")
-INFORMER_MODES = ("dedicated", "shared")
-LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
 
 
@@ -108,13 +118,15 @@ class AgentSettings:
     """Longest retry delay."""
 
     # -- what is published ---------------------------------------------------------------------
-    fingerprint_method: str = field(
-        default="with-exclusive-resources", metadata=setting(CHOICE, choices=FINGERPRINT_METHODS)
+    fingerprint_method: FingerprintMethod = field(
+        default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, metadata=setting(CHOICE, enum=FingerprintMethod)
     )
     """Which pods the fingerprint covers."""
     pod_watch: bool = field(default=True, metadata=setting(BOOL))
     """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
-    informer_mode: str = field(default="dedicated", metadata=setting(CHOICE, choices=INFORMER_MODES))
+    informer_mode: InformerMode = field(
+        default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
+    )
     """The consumer's informer mode, which decides which pods it fingerprints."""
     pod_exclude: tuple[str, ...] = field(default=(), metadata=setting(LIST, metavar="GLOB"))
     """namespace/name shell globs of pods left out of the fingerprint (comma-separated in env)."""
@@ -145,7 +157,7 @@ class AgentSettings:
         return self.origins.get(name, "default")
 
 
-SCHEMA = Schema(AgentSettings, env_prefix="RTE_", config_env="RTE_CONFIG")
+AGENT_SCHEMA = Schema(AgentSettings, env_prefix="RTE_", config_env="RTE_CONFIG")
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -192,16 +204,16 @@ def load_settings(
     ``flags`` maps field names to flag values; ``None`` means "not given". Raises
     :class:`~rte.errors.ConfigError` naming the layer and key of the first bad value.
     """
-    settings = load(SCHEMA, config_file=config_file, env=env, flags=flags)
+    settings = load(AGENT_SCHEMA, config_file=config_file, env=env, flags=flags)
     if not settings.node_name:
         settings = replace(settings, node_name=hostname().lower())
     try:
         _validate(settings)
     except SettingError as e:
-        raise located(SCHEMA, settings.origins, e) from e
+        raise located(AGENT_SCHEMA, settings.origins, e) from e
     return settings
 
 
 def dump_settings(s: AgentSettings) -> str:
     """The effective settings as a YAML config file (loadable with ``--config``), with comments."""
-    return dump(SCHEMA, s)
+    return render_settings(AGENT_SCHEMA, s)

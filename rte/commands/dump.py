@@ -22,10 +22,10 @@ from rte.errors import ConfigError, NotSupportedError, UnavailableError
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
 from rte.host.sysfs import read_machine
-from rte.model import fingerprint as fp
 from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres.source import DEFAULT_ENDPOINT
 from rte.podres.types import AllocatableResources, PodResources
 
@@ -94,7 +94,7 @@ def dump(
     podresources: str | None = None,
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
-    method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
+    method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
     timeout: float = 2.0,
     out: TextIO | None = None,
     err: TextIO | None = None,

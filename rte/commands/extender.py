@@ -7,8 +7,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from rte.extender.settings import SCHEMA, resolve
-from rte.settings.loader import dump, load
+from rte.extender.settings import EXTENDER_SCHEMA, resolve
+from rte.settings.loader import load, render_settings
 
 
 def extender(
@@ -20,10 +20,10 @@ def extender(
     env: Mapping[str, str] | None = None,
 ) -> None:
     """The ``rte extender`` command; raises :class:`~rte.errors.RteError` subclasses for the CLI."""
-    options = load(SCHEMA, config_file=config_file, env=env, flags=flags)
+    options = load(EXTENDER_SCHEMA, config_file=config_file, env=env, flags=flags)
     settings = resolve(options)
     if dump_config:
-        (out or sys.stdout).write(dump(SCHEMA, options))
+        (out or sys.stdout).write(render_settings(EXTENDER_SCHEMA, options))
         return
     from rte.extender.app import run_extender
 

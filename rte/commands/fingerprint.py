@@ -8,6 +8,7 @@ from typing import TextIO
 
 from rte.errors import InputError, UnavailableError
 from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod
 
 
 def parse_pod_lines(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -70,7 +71,7 @@ def read_pod_lines(stream: TextIO) -> list[tuple[str, str]]:
 
 
 def kubelet_pods(
-    endpoint: str, *, method: str, timeout: float = 5.0, err: TextIO | None = None
+    endpoint: str, *, method: FingerprintMethod, timeout: float = 5.0, err: TextIO | None = None
 ) -> list[tuple[str, str]]:
     """The pods a live kubelet (or a scenario directory) lists that ``method`` counts.
 

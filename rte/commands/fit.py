@@ -88,7 +88,7 @@ def candidates(
     return out
 
 
-def render_table(decisions: Sequence[Decision], pod: Pod, strategy: ScoringStrategy) -> str:
+def render_fit_table(decisions: Sequence[Decision], pod: Pod, strategy: ScoringStrategy) -> str:
     rows = [("NODE", "FITS", "SCORE", "REASON")]
     rows += [
         (d.node, "yes" if d.fits else "no", "-" if d.score is None else str(d.score), d.reason)
@@ -131,5 +131,5 @@ def fit(
     if output == "json":
         stream.write(json.dumps([d.to_dict() for d in decisions], indent=2) + "\n")
     else:
-        stream.write(render_table(decisions, pod, scoring))
+        stream.write(render_fit_table(decisions, pod, scoring))
     return decisions

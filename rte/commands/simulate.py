@@ -49,9 +49,9 @@ def simulate(
     if plot is not None:
         check_plot_target(plot)
     if not (sweep or sweep_nodes or sweep_intervals or sweep_caches):
-        from rte.sim.engine import run
+        from rte.sim.engine import run_simulation
 
-        result = run(config)
+        result = run_simulation(config)
         if output == "json":
             out.write(json.dumps(result.to_dict(series=series), indent=1) + "\n")
         else:
@@ -88,9 +88,9 @@ def simulate(
 
 
 def _scenario_schema() -> Schema[Scenario]:
-    from rte.sim.scenario import SCHEMA
+    from rte.sim.scenario import SCENARIO_SCHEMA
 
-    return SCHEMA
+    return SCENARIO_SCHEMA
 
 
 def check_plot_target(path: str) -> None:
@@ -148,13 +148,13 @@ def simulate_cmd(**options: Any) -> None:
 def _run_command(
     config_file: str | None, dump_config: bool, output: str, series: bool, plot: str | None, **options: Any
 ) -> None:
-    from rte.settings.loader import dump, load
+    from rte.settings.loader import load, render_settings
 
     schema = _scenario_schema()
     scenario = load(schema, config_file=config_file, flags=setting_flags(schema, options))
     if dump_config:
         title = "rte simulate scenario: `rte simulate --config FILE` runs it again."
-        sys.stdout.write(dump(schema, scenario, title=title))
+        sys.stdout.write(render_settings(schema, scenario, title=title))
         return
     simulate(
         scenario.run_config(),

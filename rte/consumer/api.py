@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rte.consumer.cachebase import NRTCache
+from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cycle import filter_nodes, score_nodes
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import NumaView
@@ -99,7 +99,7 @@ def evaluate_through_cache(
     allocatable: Mapping[str, Collection[str]] | None = None,
     kubelet_accurate_sidecars: bool = False,
 ) -> list[Decision]:
-    """:func:`evaluate` for a scheduler that keeps a reserve cache (:mod:`rte.consumer.caches`).
+    """:func:`evaluate` for a scheduler that keeps a reserve cache (:mod:`rte.consumer.cache`).
 
     Views come from ``cache``, and the cache is told what Filter found, exactly as the scheduler
     extender does (:mod:`rte.consumer.cycle`): failures on trusted data mark the node for the

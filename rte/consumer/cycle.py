@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rte.consumer.cachebase import NRTCache
-from rte.consumer.cacheconfig import LoadMode
+from rte.consumer.cache.config import LoadMode
+from rte.consumer.cache.interface import NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.load import weighted_score
 from rte.consumer.requests import PreparedPod

@@ -1,7 +1,7 @@
 """Filter: can the kubelet's ``single-numa-node`` Topology Manager admit this pod on this node?
 
-The decisions follow the reference plugin (reference-consumer.md §3), with NUMA ids handled as
-ids, never as list positions:
+The decisions follow the reference plugin (kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/filter.go``), with NUMA ids handled as ids, never as list positions:
 
 * A BestEffort pod that requests no non-native resource passes without looking at the node.
 * A stale view (``fresh=False``, the reserve cache's verdict) is Unschedulable; a node without

@@ -31,11 +31,11 @@ import struct
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 
+from rte.consumer.nodescore import MAX_SCORE
 from rte.consumer.numaview import MISSING_DISTANCE, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import Item, PreparedPod, Request
 from rte.model.quantity import Amount
 
-MAX_SCORE = 100
 MAX_COMBINATIONS = 1 << 16
 """Largest number of zone sets examined for one size (every size of a 16-zone node fits)."""
 

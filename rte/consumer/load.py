@@ -1,4 +1,8 @@
-"""Load-aware zone selection (seed 003's utilisation thresholds, applied per NUMA zone).
+"""Load-aware zone selection: per-node utilisation thresholds, applied per NUMA zone.
+
+The idea is Koordinator's load-aware scheduling (koordinator-sh/koordinator
+``docs/proposals/scheduling/20220510-load-aware-scheduling.md``), which filters and scores whole
+nodes by their reported utilisation; here the unit is the NUMA zone.
 
 The agent may publish integer-percent load attributes on zones (``cpuUtilizationPercent``,
 ``memoryPressurePercent``) while a zone is outside its normal band. A zone above a configured
@@ -20,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from rte.consumer.cacheconfig import LoadAwareConfig, LoadMode
+from rte.consumer.cache.config import LoadAwareConfig, LoadMode
 from rte.consumer.numaview import NumaView
 from rte.model.topology import NodeTopology, Zone, zone_name
 

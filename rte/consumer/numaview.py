@@ -121,7 +121,8 @@ class NumaView:
 
 
 def _available(value: Amount) -> Amount:
-    # A negative available is a producer bug; read it as "nothing left" (nrt-api.md §4).
+    # The CRD's quantity pattern admits a negative available, which no producer should send;
+    # read it as "nothing left" rather than as room that a request could "fit" into.
     return value if value > 0 else 0
 
 

@@ -1,6 +1,7 @@
 """Score: rank the nodes that passed Filter, 0 (worst) to 100 (best).
 
-Gating, as the reference (reference-consumer.md §4.1): a pod that is not Guaranteed scores 100
+Gating, as the reference (kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology/score.go``):
+a pod that is not Guaranteed scores 100
 everywhere; a node without a (fresh) NRT scores 0; LeastNUMANodes scores under any policy, the
 other strategies score 0 unless the policy is ``single-numa-node``.
 
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rte.consumer.least_numa import least_numa_score
+from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
 from rte.consumer.strategies import (
@@ -47,9 +49,6 @@ from rte.consumer.strategies import (
 from rte.errors import ConfigError
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
-
-MAX_SCORE = 100
-MIN_SCORE = 0
 
 
 @dataclass(frozen=True, slots=True)

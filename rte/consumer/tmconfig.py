@@ -25,15 +25,16 @@ from rte.model.attributes import (
     TOPOLOGY_SCOPES,
 )
 from rte.model.topology import Attribute, NodeTopology
+from rte.model.topology_manager import (
+    DEFAULT_MAX_NUMA_NODES,
+    POLICY_BEST_EFFORT,
+    POLICY_NONE,
+    POLICY_RESTRICTED,
+    POLICY_SINGLE_NUMA_NODE,
+    SCOPE_CONTAINER,
+    SCOPE_POD,
+)
 
-POLICY_NONE = "none"
-POLICY_BEST_EFFORT = "best-effort"
-POLICY_RESTRICTED = "restricted"
-POLICY_SINGLE_NUMA_NODE = "single-numa-node"
-SCOPE_CONTAINER = "container"
-SCOPE_POD = "pod"
-
-DEFAULT_MAX_NUMA_NODES = 8
 MAX_NUMA_NODES_CAP = 1024
 
 # The deprecated enum of topologyPolicies[0]; the bare "Restricted", "BestEffort" and "None"

@@ -18,8 +18,8 @@ import time
 from types import FrameType
 from typing import Any
 
-from rte.consumer.cacheconfig import CacheMode
-from rte.consumer.caches import make_cache
+from rte.consumer.cache.config import CacheMode
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.errors import ConfigError
 from rte.extender.server import ExtenderServer

@@ -13,7 +13,8 @@ already running is not reserved: the node's NRT is expected to reflect it, and t
 check catches the case where it does not. The window between the scheduler's bind and our
 watch event (milliseconds) is not covered; the reference plugin has no such window.
 
-Every pod event also goes to the cache's foreign-pod detection (reference §5.3), and a failed
+Every pod event also goes to the cache's foreign-pod detection (as in the reference,
+kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology/cache/foreign_pods.go``), and a failed
 filter on a node with usable data marks it "maybe over-reserved", so the periodic resync
 checks its fingerprint (:mod:`rte.consumer.cycle`, shared with library users).
 
@@ -31,21 +32,19 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from rte.consumer.cachebase import NRTCache, ResyncReport
-from rte.consumer.cacheconfig import InformerMode
+from rte.consumer.cache.interface import NRTCache, ResyncReport
+from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_nodes
-from rte.consumer.podset import is_in_flight
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
-from rte.model.pod import Pod, pod_from_manifest
+from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
+from rte.model.vocabulary import InformerMode
 
 log = logging.getLogger(__name__)
-
-PodKey = tuple[str, str]
 
 
 def _allocatable_names(node: Mapping[str, Any]) -> frozenset[str]:

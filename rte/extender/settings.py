@@ -1,6 +1,7 @@
 """Settings of ``rte extender``: :class:`ExtenderOptions` as typed (flags, ``RTE_EXTENDER_*``
 environment, ``--config FILE``; see :mod:`rte.settings`) and :class:`ExtenderSettings`, what
-the extender runs with.
+the extender runs with. The plugin arguments are ``NodeResourceTopologyMatchArgs``
+(kubernetes-sigs/scheduler-plugins ``apis/config/types.go``).
 
 Options named after the reference plugin's arguments keep its defaults:
 
@@ -15,7 +16,7 @@ Options named after the reference plugin's arguments keep its defaults:
 | ``--informer-mode`` | ``cache.informerMode`` |
 | ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` |
 
-rte's additions (see :class:`~rte.consumer.cacheconfig.CacheConfig` for their meaning) are off
+rte's additions (see :class:`~rte.consumer.cache.config.CacheConfig` for their meaning) are off
 or at the reference's behaviour by default, except ``--follow-clean-nodes``, which is on. The
 example deployment sets the values the reference README recommends (a 5 s period,
 ``OnlyExclusiveResources``).
@@ -32,12 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     DEFAULT_PROFILE,
     CacheConfig,
     CacheSettings,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncMethod,
@@ -48,6 +48,7 @@ from rte.consumer.cacheconfig import (
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES, parse_weight, weight_table
 from rte.errors import ConfigError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE, ZONE_CPU_UTILIZATION
+from rte.model.vocabulary import InformerMode
 from rte.settings.loader import load
 from rte.settings.schema import (
     BOOL,
@@ -56,6 +57,7 @@ from rte.settings.schema import (
     FLOAT,
     INT,
     LIST,
+    LOG_LEVELS,
     PATH,
     STR,
     Schema,
@@ -65,8 +67,6 @@ from rte.settings.schema import (
 
 if TYPE_CHECKING:
     from rte.consumer.score import ScoringStrategy
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
@@ -174,7 +174,7 @@ class ExtenderOptions:
     """Where each non-default value came from (``RTE_EXTENDER_X``, ``<file>: key``, ``--flag``)."""
 
 
-SCHEMA = Schema(ExtenderOptions, env_prefix="RTE_EXTENDER_", config_env="RTE_EXTENDER_CONFIG")
+EXTENDER_SCHEMA = Schema(ExtenderOptions, env_prefix="RTE_EXTENDER_", config_env="RTE_EXTENDER_CONFIG")
 
 
 @dataclass(frozen=True)
@@ -238,4 +238,4 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
 def extender_settings(**flags: Any) -> ExtenderSettings:
     """:class:`ExtenderSettings` from option values as typed (``cache_resync_period="5s"``), no
     file or environment: for tests and programs embedding the extender."""
-    return resolve(load(SCHEMA, env={}, flags=flags))
+    return resolve(load(EXTENDER_SCHEMA, env={}, flags=flags))

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rte.consumer.score import MAX_SCORE
+from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
 
 MIN_EXTENDER_PRIORITY = 0

@@ -36,6 +36,7 @@ from rte.errors import InputError
 from rte.model import attributes
 from rte.model.cpuset import format_cpuset, parse_cpuset
 from rte.model.quantity import ceil_value, milli_value, parse_quantity
+from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES
 
 TOPOLOGY_MANAGER_POLICIES = attributes.TOPOLOGY_POLICIES
 TOPOLOGY_MANAGER_SCOPES = attributes.TOPOLOGY_SCOPES
@@ -48,8 +49,6 @@ RESERVED_SYSTEM_CPUS_ATTRIBUTE = "reservedSystemCPUs"
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
-# The Topology Manager's historic hard limit, still its default.
-DEFAULT_MAX_NUMA_NODES = 8
 
 # The kubelet's hard eviction defaults (Linux). imagefs.inodesFree joined the set in kubelet 1.30
 # (kubernetes/kubernetes#121834); only memory.available matters to memory allocatable.
@@ -132,7 +131,11 @@ class KubeletConfig:
         return threshold
 
     def nrt_attributes(self) -> list[tuple[str, str]]:
-        """Top-level NRT attributes for these settings, sorted by name (nrt-api.md §7.1).
+        """Top-level NRT attributes for these settings, sorted by name.
+
+        Names follow the convention of kubernetes-sigs/scheduler-plugins
+        ``pkg/noderesourcetopology/README.md`` ("Topology Manager configuration"): the kubelet
+        config field in camelCase, its value verbatim.
 
         The Topology Manager ones are what the consumer reads; ``cpuManagerPolicy``,
         ``memoryManagerPolicy`` and ``reservedSystemCPUs`` are informational.

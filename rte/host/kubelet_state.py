@@ -3,7 +3,9 @@
 The podresources API stays the source of truth for assignments; these files add what it does not
 say (the shared pool, the memory manager's per-NUMA machine state) and serve as change triggers.
 
-Every shape the kubelet has written is accepted (podresources.md §9):
+Every shape the kubelet has written is accepted (kubernetes/kubernetes
+``pkg/kubelet/cm/cpumanager/state/checkpoint.go`` and ``pkg/kubelet/cm/memorymanager/state/checkpoint.go``
+and their history):
 
 * ``cpu_manager_state`` v1 (``entries: {containerID: cpuset}``), v2 (``entries: {podUID:
   {container: cpuset}}``), with 1.36 ``podEntries``, and the 1.37-dev ``{"data": "<json>"}`` wrap;
@@ -92,8 +94,11 @@ class NumaMemoryState:
 
 
 @dataclass(frozen=True)
-class MemoryBlock:
-    """One memory assignment; a block may span several NUMA nodes."""
+class CheckpointMemoryBlock:
+    """One memory assignment as the checkpoint records it; a block may span several NUMA nodes.
+
+    The same assignment as podresources reports it is :class:`rte.podres.types.MemoryBlock`.
+    """
 
     numa_affinity: tuple[int, ...]
     memory_type: str
@@ -107,9 +112,9 @@ class MemoryManagerState:
     policy: str
     """``policyName`` lower-cased: ``static`` or ``none``."""
     machine_state: Mapping[int, NumaMemoryState]
-    containers: Mapping[str, Mapping[str, tuple[MemoryBlock, ...]]]
+    containers: Mapping[str, Mapping[str, tuple[CheckpointMemoryBlock, ...]]]
     """Blocks by pod UID, then container name."""
-    pods: Mapping[str, tuple[MemoryBlock, ...]]
+    pods: Mapping[str, tuple[CheckpointMemoryBlock, ...]]
     """Pod-level blocks (1.36+ ``podEntries``)."""
 
 
@@ -252,7 +257,7 @@ def load_cpu_manager_state(path: Path) -> CpuManagerState:
 # --- memory_manager_state -------------------------------------------------------------------
 
 
-def _blocks(value: object, source: str, path: str) -> tuple[MemoryBlock, ...]:
+def _blocks(value: object, source: str, path: str) -> tuple[CheckpointMemoryBlock, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -261,7 +266,7 @@ def _blocks(value: object, source: str, path: str) -> tuple[MemoryBlock, ...]:
     for index, item in enumerate(value):
         block = _Doc(item, source, f"{path}[{index}]")
         blocks.append(
-            MemoryBlock(
+            CheckpointMemoryBlock(
                 numa_affinity=block.int_list("numaAffinity"),
                 memory_type=block.string("type"),
                 size=block.integer("size"),
@@ -298,7 +303,7 @@ def parse_memory_manager_state(data: object, source: str = MEMORY_MANAGER_STATE)
         if not (numa_key.isascii() and numa_key.isdigit()):
             raise InputError(f"{source}: {path}", f"not a NUMA node id: {numa_key!r}")
         machine[int(numa_key)] = _numa_state(value, source, path)
-    containers: dict[str, dict[str, tuple[MemoryBlock, ...]]] = {}
+    containers: dict[str, dict[str, tuple[CheckpointMemoryBlock, ...]]] = {}
     for pod_uid, per_container in doc.object("entries").items():
         path = f"{doc.child('entries')}.{pod_uid}"
         if not isinstance(per_container, Mapping):
@@ -306,7 +311,7 @@ def parse_memory_manager_state(data: object, source: str = MEMORY_MANAGER_STATE)
         containers[pod_uid] = {
             name: _blocks(blocks, source, f"{path}.{name}") for name, blocks in per_container.items()
         }
-    pods: dict[str, tuple[MemoryBlock, ...]] = {}
+    pods: dict[str, tuple[CheckpointMemoryBlock, ...]] = {}
     for pod_uid, value in doc.object("podEntries").items():
         entry = _Doc(value, source, f"{doc.child('podEntries')}.{pod_uid}")
         pods[pod_uid] = _blocks(entry.get("memoryBlocks"), source, entry.child("memoryBlocks"))

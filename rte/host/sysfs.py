@@ -5,9 +5,11 @@ kernel quirk has a unit test without a file tree; :func:`read_machine` walks the
 file in every error, and never reads outside ``sysfs_root``. What each fact means is documented
 in :mod:`rte.host.machine`.
 
-Differences from the Go reference agents (reference-agents.md section 2) on purpose: node ids come
-from ``node/online`` and are sorted numerically (never ``node10`` before ``node2``), the distance
-row is keyed by real node ids, and a node without meminfo, hugepages or CPUs yields fewer facts
+Differences on purpose from the Go reference agents, which read topology through jaypipes/ghw
+(``pkg/topology/topology_linux.go`` lists node directories in name order and stops at the first
+node that fails to read) and then use list positions as ids: node ids come from
+``node/online`` and are sorted numerically (never ``node10`` before ``node2``), the distance row
+is keyed by real node ids, and a node without meminfo, hugepages or CPUs yields fewer facts
 instead of truncating the node list.
 """
 

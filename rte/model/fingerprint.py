@@ -23,15 +23,13 @@ import xxhash
 from rte.errors import RteError
 
 PREFIX = "pfp0"
-VERSION = "v001"
+FORMAT_VERSION = "v001"
 ANNOTATION = "topology.node.k8s.io/fingerprint"
 ATTRIBUTE = "nodeTopologyPodsFingerprint"
 ATTRIBUTE_METHOD = "nodeTopologyPodsFingerprintMethod"
-METHOD_ALL = "all"
-METHOD_WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
-METHODS = (METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES)
+"""Its values are :class:`rte.model.vocabulary.FingerprintMethod`."""
 
-_MIN_LENGTH = len(PREFIX) + len(VERSION) + 8
+_MIN_LENGTH = len(PREFIX) + len(FORMAT_VERSION) + 8
 
 
 class FingerprintError(RteError):
@@ -73,7 +71,7 @@ def pod_hash(namespace: str, name: str) -> int:
 
 def _digest(hashes: list[int]) -> str:
     hashes.sort()
-    return PREFIX + VERSION + xxhash.xxh64_hexdigest(struct.pack(f"<{len(hashes)}Q", *hashes))
+    return PREFIX + FORMAT_VERSION + xxhash.xxh64_hexdigest(struct.pack(f"<{len(hashes)}Q", *hashes))
 
 
 def compute(pods: Iterable[tuple[str, str]]) -> str:
@@ -90,10 +88,10 @@ def check(sign: str, computed: str) -> None:
     """
     if len(sign) < _MIN_LENGTH or not sign.startswith(PREFIX):
         raise MalformedFingerprintError(f"malformed fingerprint: {sign!r}")
-    if sign[len(PREFIX) : len(PREFIX) + len(VERSION)] != VERSION:
+    if sign[len(PREFIX) : len(PREFIX) + len(FORMAT_VERSION)] != FORMAT_VERSION:
         raise IncompatibleVersionError(f"incompatible version: {sign!r}")
-    expected_sum = sign[len(PREFIX) + len(VERSION) :]
-    computed_sum = computed[len(PREFIX) + len(VERSION) :]
+    expected_sum = sign[len(PREFIX) + len(FORMAT_VERSION) :]
+    computed_sum = computed[len(PREFIX) + len(FORMAT_VERSION) :]
     if expected_sum != computed_sum:
         raise FingerprintMismatchError(computed_sum, expected_sum)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from rte.errors import InputError
 from rte.model.quantity import Amount, parse_quantity
+from rte.model.vocabulary import InformerMode
 
 QOS_GUARANTEED = "Guaranteed"
 QOS_BURSTABLE = "Burstable"
@@ -24,6 +25,9 @@ _QOS_RESOURCES = ("cpu", "memory")  # the only resources that decide the QoS cla
 PHASE_PENDING = "Pending"
 PHASE_RUNNING = "Running"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+PodKey = tuple[str, str]
+"""``(namespace, name)``: how pods are told apart (the fingerprint hashes the same pair)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,7 @@ class Pod:
     status_qos_class: str = ""
 
     @property
-    def key(self) -> tuple[str, str]:
+    def key(self) -> PodKey:
         return (self.namespace, self.name)
 
     @property
@@ -76,16 +80,17 @@ class Pod:
         return self.phase in TERMINAL_PHASES
 
 
-def counts_for_fingerprint(pod: Pod, *, running_only: bool) -> bool:
-    """Whether the scheduler's fingerprint of ``pod``'s node counts it (fingerprint.md §7.1).
+def counts_for_fingerprint(pod: Pod, mode: InformerMode) -> bool:
+    """Whether the scheduler's fingerprint of ``pod``'s node counts it.
 
-    The rule of the scheduler's pod informer: the dedicated one counts every bound pod that left
-    ``Pending`` (terminal pods included); the shared one (``running_only``) only ``Running`` pods.
-    The agent applies the same rule to publish a fingerprint the scheduler can match.
+    The rule of the scheduler's pod informer (kubernetes-sigs/scheduler-plugins
+    ``pkg/noderesourcetopology/podprovider/podprovider.go``): the dedicated one counts every
+    bound pod that left ``Pending`` (terminal pods included); the shared one only ``Running``
+    pods. The agent applies the same rule to publish a fingerprint the scheduler can match.
     """
     if not pod.node_name:
         return False
-    if running_only:
+    if mode is InformerMode.SHARED:
         return pod.phase == PHASE_RUNNING
     return pod.phase != PHASE_PENDING
 

@@ -112,7 +112,7 @@ def as_dict(schema: Schema[Any], settings: Any) -> dict[str, Any]:
     return {info.name: plain(info.spec, getattr(settings, info.name)) for info in schema.fields}
 
 
-def dump(schema: Schema[Any], settings: Any, *, title: str = "") -> str:
+def render_settings(schema: Schema[Any], settings: Any, *, title: str = "") -> str:
     """The settings as a YAML file ``--config`` reads back: each key under its docstring,
     with where a non-default value came from."""
     import yaml

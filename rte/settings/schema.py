@@ -24,6 +24,9 @@ LIST = "list"
 """A tuple of ``item`` values: a YAML list; in a flag, repeated and/or comma-separated; in the
 environment, separated by commas or whitespace."""
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+"""The choices of every daemon's ``log_level`` setting (Python logging levels, in any case)."""
+
 SETTING = "rte.setting"
 """The metadata key under which a field's :class:`Spec` is stored."""
 

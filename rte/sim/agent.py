@@ -14,9 +14,10 @@ from collections.abc import Mapping
 
 from rte.agent.accounting import account
 from rte.agent.builder import build_topology
-from rte.agent.podset import INFORMER_DEDICATED, fingerprint_pods
+from rte.agent.podset import fingerprint_pods
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.sim.hardware import NodeHardware
 from rte.sim.kubelet import SimKubelet
 
@@ -30,8 +31,8 @@ class SimAgent:
         hardware: NodeHardware,
         kubelet: SimKubelet,
         *,
-        method: str,
-        informer_mode: str = INFORMER_DEDICATED,
+        method: FingerprintMethod,
+        informer_mode: InformerMode = InformerMode.DEDICATED,
     ) -> None:
         self.node_name = node_name
         self.hardware = hardware

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED
-from rte.consumer.cachebase import NRTCache
-from rte.consumer.cacheconfig import CacheConfig, CacheMode, CacheSettings, InformerMode
-from rte.consumer.caches import make_cache
+from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.cache.interface import NRTCache
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
+from rte.model.vocabulary import InformerMode
 from rte.sim.agent import SimAgent
 from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
 from rte.sim.hardware import NodeHardware, build_hardware
@@ -29,7 +29,7 @@ class Nodes:
     hardware: list[NodeHardware]
     kubelets: list[SimKubelet]
     agents: list[SimAgent]
-    agent_informer_mode: str
+    agent_informer_mode: InformerMode
     """``dedicated`` or ``shared``: which pods the agents' fingerprints count."""
 
 
@@ -51,7 +51,7 @@ def build_nodes(config: SimConfig) -> Nodes:
         for _ in range(count):
             names.append(f"node-{len(names):04d}")
             hardware.append(kind)
-    mode = INFORMER_SHARED if config.informer_mode == InformerMode.SHARED.value else INFORMER_DEDICATED
+    mode = config.informer_mode
     kubelets = [SimKubelet(hw) for hw in hardware]
     agents = [
         SimAgent(name, hw, kubelet, method=config.fingerprint_method, informer_mode=mode)
@@ -68,6 +68,6 @@ def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) 
     cache_config = CacheConfig(
         dirty_after_failures=config.dirty_after_failures,
         follow_clean_nodes=config.follow_clean_nodes,
-        informer_mode=InformerMode(config.informer_mode),
+        informer_mode=config.informer_mode,
     )
     return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode

@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rte.consumer.cacheconfig import InformerMode
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import SettingError
-from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
 from rte.sim.kubelet import POLICIES, SCOPES
-from rte.sim.specs import Burst, parse_burst, parse_node_shapes, parse_pod_mix
+from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
 CACHE_NONE = "none"
 CACHE_RESERVE = "reserve"
@@ -27,7 +26,6 @@ CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_DISCARD)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
-GiB = 1024**3
 
 # Bounds that keep a run within memory: about 10 KiB per simulated node and 0.4 KiB per planned
 # pod before the run starts, so the largest run needs well under 2 GiB.
@@ -67,8 +65,8 @@ class SimConfig:
     """Agent update period; 0 publishes on every change, at once."""
     publish_delay: float = _seconds(0.2)
     """From the agent reading the kubelet to its write reaching the apiserver."""
-    fingerprint_method: str = field(
-        default=fp.METHOD_WITH_EXCLUSIVE_RESOURCES, metadata=setting(CHOICE, choices=fp.METHODS)
+    fingerprint_method: FingerprintMethod = field(
+        default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, metadata=setting(CHOICE, enum=FingerprintMethod)
     )
     """Which pods the agents' and the scheduler's fingerprints cover."""
     # --- scheduler ---
@@ -86,9 +84,8 @@ class SimConfig:
     requeue_on_flush: bool = field(default=False, metadata=setting(BOOL))
     """Treat a reserve-cache flush as a cluster event that requeues unschedulable pods. The
     reference plugin does not (it requeues on NRT and pod events only)."""
-    informer_mode: str = field(
-        default=InformerMode.DEDICATED.value,
-        metadata=setting(CHOICE, choices=tuple(m.value for m in InformerMode)),
+    informer_mode: InformerMode = field(
+        default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
     )
     """The scheduler's informer mode (cache.informerMode), which the agents follow."""
     watch_delay: float = _seconds(0.1)
@@ -136,6 +133,11 @@ class SimConfig:
                     f"{self.reserved_cpus} exceeds the {shape.cpus_per_zone} CPUs of a zone"
                     f" of node shape {shape.text!r}",
                 )
+
+        # A caller's spelling (any case) becomes the member, so the JSON prints one spelling.
+        method = FingerprintMethod.parse(self.fingerprint_method, "fingerprint_method")
+        object.__setattr__(self, "fingerprint_method", method)
+        object.__setattr__(self, "informer_mode", InformerMode.parse(self.informer_mode, "informer_mode"))
 
     def parsed_burst(self) -> Burst | None:
         return parse_burst(self.burst) if self.burst is not None else None

@@ -33,17 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.agent.podset import INFORMER_SHARED
-from rte.consumer.cacheconfig import (
-    DEFAULT_PROFILE,
-    CacheMode,
-)
-from rte.consumer.podset import CompareResult
+from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
+from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import InformerMode
 from rte.sim.cluster import build_cache, build_nodes
 from rte.sim.config import SimConfig
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
@@ -88,11 +85,12 @@ class Simulation:
         self.agents = nodes.agents
         self.index = {name: i for i, name in enumerate(self.names)}
         agent_mode = nodes.agent_informer_mode
-        # Which phases the scheduler's fingerprint counts (fingerprint.md §7.1): the ground truth
-        # of the agreement check uses the same rule, from the simulator's own bookkeeping.
+        # Which phases the scheduler's fingerprint counts (rte.model.pod.counts_for_fingerprint):
+        # the ground truth of the agreement check uses the same rule, from the simulator's own
+        # bookkeeping.
         self.counted_phases = (
             frozenset({PHASE_RUNNING})
-            if agent_mode == INFORMER_SHARED
+            if agent_mode is InformerMode.SHARED
             else frozenset({PHASE_RUNNING, PHASE_FAILED})
         )
 
@@ -434,6 +432,6 @@ class Simulation:
             self._push(self.now + self.sample_period, SAMPLE)
 
 
-def run(config: SimConfig) -> SimResult:
+def run_simulation(config: SimConfig) -> SimResult:
     """Run one simulation."""
     return Simulation(config).run()

@@ -32,14 +32,12 @@ from itertools import combinations
 
 from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount
+from rte.model.topology_manager import POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE, SCOPE_CONTAINER, SCOPE_POD
 from rte.podres.types import ContainerResources, Device, MemoryBlock, PodResources
 from rte.sim.hardware import NodeHardware
 
-POLICY_SINGLE_NUMA_NODE = "single-numa-node"
-POLICY_RESTRICTED = "restricted"
 POLICIES = (POLICY_SINGLE_NUMA_NODE, POLICY_RESTRICTED)
-SCOPE_CONTAINER = "container"
-SCOPE_POD = "pod"
+"""The Topology Manager policies the simulated kubelet admits by."""
 SCOPES = (SCOPE_CONTAINER, SCOPE_POD)
 
 _CPU = "cpu"

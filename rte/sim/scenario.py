@@ -59,4 +59,4 @@ class Scenario(SimConfig):
         return SimConfig(**{f.name: getattr(self, f.name) for f in fields(SimConfig)})
 
 
-SCHEMA = Schema(Scenario, env_prefix="RTE_SIMULATE_", config_env="RTE_SIMULATE_CONFIG")
+SCENARIO_SCHEMA = Schema(Scenario, env_prefix="RTE_SIMULATE_", config_env="RTE_SIMULATE_CONFIG")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from rte.consumer.cachebase import NRTCache
+from rte.consumer.cache.interface import NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import ScoringStrategy, score_node

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rte.sim.config import SimConfig
-from rte.sim.engine import run
+from rte.sim.engine import run_simulation
 from rte.sim.result import SimResult
 from rte.sim.specs import parse_burst
 
@@ -77,7 +77,7 @@ def sweep(
         sized = scaled(base, size)
         for interval in intervals:
             for cache in caches:
-                result = run(replace(sized, agent_interval=interval, cache=cache))
+                result = run_simulation(replace(sized, agent_interval=interval, cache=cache))
                 done = SweepRun(size, cache, interval, result)
                 runs.append(done)
                 if progress is not None:

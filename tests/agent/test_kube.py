@@ -10,7 +10,7 @@ import urllib3
 from kubernetes import client
 
 from rte.agent.kube import USER_AGENT, load_api_client
-from rte.agent.retry import Backoff, Failure, classify, retry_after
+from rte.agent.retry import ApiRetryBackoff, Failure, classify, retry_after
 from rte.errors import ConfigError
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import wait_until
@@ -75,9 +75,9 @@ def test_paced_requests_reach_the_server_at_the_configured_rate(
 
 
 def test_backoff_doubles_up_to_its_cap_with_equal_jitter() -> None:
-    backoff = Backoff(0.5, 4.0, rng=lambda: 1.0)
+    backoff = ApiRetryBackoff(0.5, 4.0, rng=lambda: 1.0)
     assert [backoff.delay(n) for n in range(5)] == [0.5, 1.0, 2.0, 4.0, 4.0]
-    assert Backoff(0.5, 4.0, rng=lambda: 0.0).delay(2) == 1.0
+    assert ApiRetryBackoff(0.5, 4.0, rng=lambda: 0.0).delay(2) == 1.0
 
 
 def test_retry_after_is_read_from_the_header_and_capped() -> None:
@@ -90,4 +90,4 @@ def test_retry_after_is_read_from_the_header_and_capped() -> None:
 
     assert retry_after(Throttled("7")) == 7.0
     assert retry_after(Throttled("3600")) == 60.0
-    assert Backoff(0.2, 10.0, rng=lambda: 0.5).delay_for(Throttled("3600"), 0) == 60.0
+    assert ApiRetryBackoff(0.2, 10.0, rng=lambda: 0.5).delay_for(Throttled("3600"), 0) == 60.0

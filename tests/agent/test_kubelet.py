@@ -22,6 +22,7 @@ from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres.convert import allocatable_from_proto, list_from_proto
 from rte.podres.v1 import api_pb2
 from rte.testing import scenarios
@@ -77,7 +78,7 @@ def test_large_sparse_node_over_the_socket(tmp_path: Path) -> None:
         data = read_kubelet(kubelet.endpoint, timeout=5, err=io.StringIO())
     assert data is not None and len(data.pods) == 250
     topology, accounting = compute_topology(
-        machine, "big", config, KubeletInputs(data.allocatable, data.pods), fp.METHOD_ALL
+        machine, "big", config, KubeletInputs(data.allocatable, data.pods), FingerprintMethod.ALL
     )
     assert accounting.findings == ()
     assert [z.name for z in topology.zones] == [f"node-{i}" for i in scenarios.LARGE_NODE_NUMA_IDS]

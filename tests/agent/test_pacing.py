@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rte.agent.pacing import Backoff, Coalescer, TokenBucket
+from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
 
 
 def test_a_burst_of_triggers_becomes_one_cycle_after_the_quiet_time() -> None:
@@ -44,7 +44,7 @@ def test_a_new_burst_forgets_the_previous_hold() -> None:
 
 
 def test_the_token_bucket_allows_a_burst_then_the_rate() -> None:
-    bucket = TokenBucket(rate=1.0, burst=3, now=0.0)
+    bucket = NonBlockingTokenBucket(rate=1.0, burst=3, now=0.0)
     assert [bucket.try_take(0.0) for _ in range(4)] == [True, True, True, False]
     assert bucket.next_at(0.0) == pytest.approx(1.0)
     assert not bucket.try_take(0.5)
@@ -53,19 +53,19 @@ def test_the_token_bucket_allows_a_burst_then_the_rate() -> None:
 
 
 def test_the_token_bucket_never_banks_more_than_the_burst() -> None:
-    bucket = TokenBucket(rate=1.0, burst=2, now=0.0)
+    bucket = NonBlockingTokenBucket(rate=1.0, burst=2, now=0.0)
     assert sum(bucket.try_take(1000.0) for _ in range(10)) == 2
 
 
 def test_writes_over_a_long_run_stay_within_rate_times_time_plus_burst() -> None:
-    bucket = TokenBucket(rate=1.0, burst=3, now=0.0)
+    bucket = NonBlockingTokenBucket(rate=1.0, burst=3, now=0.0)
     taken = sum(bucket.try_take(i * 0.01) for i in range(6000))  # 60 s of attempts every 10 ms
     assert taken <= 60 + 3
 
 
 def test_a_token_bucket_needs_a_positive_rate() -> None:
     with pytest.raises(ValueError):
-        TokenBucket(rate=0, burst=1, now=0.0)
+        NonBlockingTokenBucket(rate=0, burst=1, now=0.0)
 
 
 def test_backoff_doubles_up_to_the_cap_with_jitter_between_half_and_all() -> None:

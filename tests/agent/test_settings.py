@@ -8,10 +8,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rte.agent.settings import SCHEMA, AgentSettings, dump_settings, load_settings
+from rte.agent.settings import AGENT_SCHEMA, AgentSettings, dump_settings, load_settings
 from rte.cli import main
 from rte.durations import format_duration, parse_duration
 from rte.errors import ConfigError
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 
 
 def load(**kwargs: object) -> AgentSettings:
@@ -121,7 +122,7 @@ def test_unknown_rte_environment_variables_are_ignored() -> None:
         ({"RTE_KUBELET_BURST": "2.5"}, "RTE_KUBELET_BURST: not an integer: '2.5'"),
         (
             {"RTE_FINGERPRINT_METHOD": "some"},
-            "RTE_FINGERPRINT_METHOD: 'some' is not one of with-exclusive-resources, all",
+            "RTE_FINGERPRINT_METHOD: 'some' is not one of all, with-exclusive-resources",
         ),
         ({"RTE_RESYNC_INTERVAL": "100ms"}, "RTE_RESYNC_INTERVAL: must be at least 1s"),
         ({"RTE_DEBOUNCE": "2s"}, "RTE_DEBOUNCE: 2s exceeds max_delay 1s"),
@@ -144,8 +145,15 @@ def test_empty_paths_turn_optional_inputs_off_and_lists_split_on_commas() -> Non
     assert s.pod_exclude == ("kube-system/*", "monitoring/node-exporter-*")
 
 
+def test_the_informer_mode_and_the_method_read_any_case_and_print_one_spelling(tmp_path: Path) -> None:
+    s = load(env={"RTE_INFORMER_MODE": "shared", "RTE_FINGERPRINT_METHOD": "ALL"})
+    assert (s.informer_mode, s.fingerprint_method) == (InformerMode.SHARED, FingerprintMethod.ALL)
+    dumped = yaml.safe_load(dump_settings(s))
+    assert (dumped["informer_mode"], dumped["fingerprint_method"]) == ("Shared", "all")
+
+
 def test_every_setting_has_a_docstring_an_env_name_and_a_flag() -> None:
-    for info in SCHEMA.fields:
+    for info in AGENT_SCHEMA.fields:
         assert info.doc, info.name
         assert info.env == "RTE_" + info.name.upper()
         assert info.flag == "--" + info.name.replace("_", "-")
@@ -242,10 +250,10 @@ def test_rte_run_dump_config_reads_back_through_config_to_the_same_settings(tmp_
 def test_choices_are_read_in_any_case_from_every_layer(tmp_path: Path, spelling: str) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(f"informer_mode: {spelling}\nlog_format: JSON\n")
-    assert load(flags={"informer_mode": spelling}).informer_mode == "shared"
-    assert load(env={"RTE_INFORMER_MODE": spelling}).informer_mode == "shared"
+    assert load(flags={"informer_mode": spelling}).informer_mode is InformerMode.SHARED
+    assert load(env={"RTE_INFORMER_MODE": spelling}).informer_mode is InformerMode.SHARED
     from_file = load(config_file=config)
-    assert (from_file.informer_mode, from_file.log_format) == ("shared", "json")
+    assert (from_file.informer_mode, from_file.log_format) == (InformerMode.SHARED, "json")
 
 
 @pytest.mark.parametrize(
@@ -276,4 +284,4 @@ def test_rte_run_help_shows_each_settings_default_and_environment_variable() -> 
     text = " ".join(result.stdout.split())
     assert "[default: 500ms; env: RTE_POLL_INTERVAL]" in text
     assert "[default: true; env: RTE_PUBLISH]" in text
-    assert "--informer-mode [dedicated|shared]" in text
+    assert "--informer-mode [Dedicated|Shared]" in text

@@ -149,6 +149,14 @@ def test_the_fingerprint_of_exclusive_pods_leaves_out_the_shared_pool_pod() -> N
     )
 
 
+def test_the_method_flag_reads_any_case_and_publishes_the_attribute_spelling() -> None:
+    _, out, _ = _dump(
+        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--method", "ALL", "-o", "json"
+    )
+    attrs = {a["name"]: a["value"] for a in json.loads(out)["attributes"]}
+    assert attrs["nodeTopologyPodsFingerprintMethod"] == "all"
+
+
 def test_malformed_sysfs_content_is_one_line_naming_the_path_with_status_2(tmp_path: Path) -> None:
     node = tmp_path / "devices" / "system" / "node"
     (node / "node0").mkdir(parents=True)

@@ -17,11 +17,10 @@ from click.testing import CliRunner
 
 from rte.cli import extender_cmd, main
 from rte.commands.options import setting_flags
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncScope,
@@ -29,7 +28,8 @@ from rte.consumer.cacheconfig import (
 )
 from rte.consumer.score import ScoringStrategy
 from rte.extender.app import ExtenderApp
-from rte.extender.settings import SCHEMA, extender_settings, resolve
+from rte.extender.settings import EXTENDER_SCHEMA, extender_settings, resolve
+from rte.model.vocabulary import InformerMode
 from rte.settings.loader import load
 from tests.helpers.extender import GI, Client, nrt, pod
 from tests.helpers.paths import REPO
@@ -215,9 +215,9 @@ def test_dump_config_reads_back_through_config_to_the_same_settings(tmp_path: Pa
     second = CliRunner().invoke(main, ["extender", "--config", str(config), "--dump-config"], env={})
     assert second.exit_code == 0, second.output
     assert yaml.safe_load(second.stdout) == yaml.safe_load(first.stdout)
-    from_file = resolve(load(SCHEMA, config_file=config, env={}))
+    from_file = resolve(load(EXTENDER_SCHEMA, config_file=config, env={}))
     params = extender_cmd.make_context("extender", list(TUNED)).params
-    assert from_file == extender_settings(**setting_flags(SCHEMA, params))
+    assert from_file == extender_settings(**setting_flags(EXTENDER_SCHEMA, params))
     assert from_file.strategy == ScoringStrategy(
         "MostAllocated", {"cpu": 3, "memory": 2, "example.com/nic": 5}
     )
@@ -237,13 +237,13 @@ def test_every_setting_reads_its_rte_extender_environment_variable() -> None:
         "RTE_EXTENDER_FOLLOW_CLEAN_NODES": "0",
         "RTE_EXTENDER_LISTEN": ":9999",
     }
-    settings = resolve(load(SCHEMA, env=env))
+    settings = resolve(load(EXTENDER_SCHEMA, env=env))
     assert dict(settings.strategy.weights) == {"cpu": 2, "memory": 3}
     assert settings.cache.config.profiles == frozenset({"a", "b"})
     assert settings.cache.config.informer_mode is InformerMode.SHARED
     assert (settings.cache.mode, settings.port) == (CacheMode.OVER_RESERVE, 9999)
     assert settings.cache.config.follow_clean_nodes is False
-    for info in SCHEMA.fields:
+    for info in EXTENDER_SCHEMA.fields:
         assert info.env == "RTE_EXTENDER_" + info.flag[2:].replace("-", "_").upper()
 
 
@@ -260,7 +260,7 @@ def test_every_extender_flag_has_help_text() -> None:
     ctx = click.Context(extender_cmd)
     missing = [p.name for p in params if not (p.get_help_record(ctx) or ("", ""))[1].strip()]
     assert missing == []
-    assert len(params) == len(SCHEMA.fields) + 2  # --config and --dump-config
+    assert len(params) == len(EXTENDER_SCHEMA.fields) + 2  # --config and --dump-config
 
 
 def _free_port() -> int:

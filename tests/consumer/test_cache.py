@@ -5,13 +5,10 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from rte.consumer.cache import OverReserveCache
-from rte.consumer.cachebase import NO_NRT, NOT_FRESH, Lookup
-from rte.consumer.cacheconfig import (
+from rte.consumer.cache.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
-    InformerMode,
     LoadAwareConfig,
     LoadMode,
     ResyncMethod,
@@ -19,10 +16,14 @@ from rte.consumer.cacheconfig import (
     StaleAction,
     cache_settings_from_plugin_args,
 )
-from rte.consumer.caches import DiscardReservedCache, PassthroughCache, make_cache
+from rte.consumer.cache.discardreserved import DiscardReservedCache
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
+from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.cache.resync import CompareResult
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.filter import filter_node
 from rte.consumer.load import busy_zones, score_weight, weighted_score
-from rte.consumer.podset import CompareResult
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import ConfigError
 from rte.model import fingerprint as fp
@@ -30,6 +31,7 @@ from rte.model.attributes import ZONE_CPU_UTILIZATION
 from rte.model.pod import Container, Pod
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from tests.helpers.clock import FakeClock
 
 GIB = 1024**3
@@ -67,7 +69,7 @@ def nrt(
     counted: Iterable[Pod] = (),
     *,
     ids: Sequence[int] | None = None,
-    method: str | None = fp.METHOD_ALL,
+    method: str | None = FingerprintMethod.ALL.value,
     fingerprint: str | None = None,
     annotation_only: bool = False,
     policy: str = "single-numa-node",
@@ -137,7 +139,7 @@ def test_a_mismatch_keeps_the_node_dirty_and_its_reservations(caplog: pytest.Log
     cache.reserve("n1", p1)
     cache.mark_maybe_over_reserved("n1")
     store.apply(MODIFIED, nrt(cpus=(8, 8), counted=[]))  # the agent has not seen p1 yet
-    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache"):
+    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache.overreserve"):
         report = cache.resync([p1])
     assert report.flushed == () and report.still_dirty == ("n1",)
     assert report.comparisons["n1"].result is CompareResult.MISMATCH
@@ -157,7 +159,7 @@ def test_an_unreadable_fingerprint_is_a_warning_and_keeps_the_node_dirty(
 ) -> None:
     _, cache, _ = setup(nrt(fingerprint=sign))
     cache.mark_maybe_over_reserved("n1")
-    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache"):
+    with caplog.at_level(logging.DEBUG, logger="rte.consumer.cache.overreserve"):
         report = cache.resync([])
     assert report.comparisons["n1"].result is result and report.still_dirty == ("n1",)
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
@@ -358,10 +360,12 @@ def test_sparse_and_unsorted_numa_ids_are_handled_as_ids() -> None:
 
 def test_exclusivity_is_judged_with_the_resource_names_of_the_nrt_being_checked() -> None:
     # The cached NRT does not list the GPU yet; the new one does, and the agent counted the pod.
-    store, cache, _ = setup(nrt(method=fp.METHOD_WITH_EXCLUSIVE_RESOURCES))
+    store, cache, _ = setup(nrt(method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value))
     gpu_pod = pod("gpu", guaranteed=False, extra={GPU: 1})
     cache.mark_maybe_over_reserved("n1")
-    store.apply(MODIFIED, nrt(gpus=(0, 1), counted=[gpu_pod], method=fp.METHOD_WITH_EXCLUSIVE_RESOURCES))
+    store.apply(
+        MODIFIED, nrt(gpus=(0, 1), counted=[gpu_pod], method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value)
+    )
     assert cache.resync([gpu_pod]).flushed == ("n1",)
 
 
@@ -398,18 +402,18 @@ def test_reservations_on_a_node_without_nrt_are_pruned_once_their_pods_run() -> 
 
 # --- fingerprint methods and informer modes ------------------------------------------------------
 
-EXCL = fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+EXCL = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value
 
 
 @pytest.mark.parametrize(
     ("resync_method", "published_method", "annotation_only", "agent_counts_exclusive_only", "matches"),
     [
         (ResyncMethod.AUTODETECT, EXCL, False, True, True),
-        (ResyncMethod.AUTODETECT, fp.METHOD_ALL, False, False, True),
+        (ResyncMethod.AUTODETECT, FingerprintMethod.ALL.value, False, False, True),
         (ResyncMethod.AUTODETECT, None, False, False, True),  # no method attribute: all
         (ResyncMethod.AUTODETECT, None, False, True, False),
         (ResyncMethod.ALL, EXCL, False, True, False),  # forced all beats the attribute
-        (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, fp.METHOD_ALL, False, True, True),
+        (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, FingerprintMethod.ALL.value, False, True, True),
         (ResyncMethod.ONLY_EXCLUSIVE_RESOURCES, None, True, False, True),  # annotation: always all
     ],
 )

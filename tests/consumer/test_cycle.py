@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rte.consumer.api import evaluate_through_cache
-from rte.consumer.cache import OverReserveCache
-from rte.consumer.cacheconfig import CacheConfig, LoadAwareConfig, LoadMode
-from rte.consumer.caches import PassthroughCache
+from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode
+from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.passthrough import PassthroughCache
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model import fingerprint as fp
 from rte.model.attributes import ZONE_CPU_UTILIZATION
 from rte.model.pod import Container, Pod
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import FingerprintMethod
 
 GIB = 1024**3
 OURS = "topo-aware-scheduler"
@@ -52,7 +53,7 @@ def nrt(
         Attribute("topologyManagerPolicy", "single-numa-node"),
         Attribute("topologyManagerScope", "container"),
         Attribute(fp.ATTRIBUTE, fp.compute(p.key for p in counted)),
-        Attribute(fp.ATTRIBUTE_METHOD, fp.METHOD_ALL),
+        Attribute(fp.ATTRIBUTE_METHOD, FingerprintMethod.ALL.value),
     )
     return NodeTopology(name=name, zones=zones, attributes=attributes)
 

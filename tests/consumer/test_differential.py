@@ -1,7 +1,8 @@
 """The optimised Filter and Score agree with a slow, literal transcription of the rules.
 
 The production code works on precomputed bitmasks, bisection indexes and flat rows; the
-transcriptions below follow reference-consumer.md §3/§4 step by step on plain dicts (with the
+transcriptions below follow the reference's filter.go and score.go (kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/``) step by step on plain dicts (with the
 documented fixes: real ids, negative available as 0, no NaN, clamping). Random nodes and pods,
 from a fixed seed, include sparse and unsorted ids, fractional quantities, negative and missing
 resources, devices, init containers and sidecars.

@@ -31,7 +31,7 @@ def _guaranteed(cpu: int, **extra: int) -> object:
     return container("c", {"cpu": cpu, "memory": GI, **extra})
 
 
-# --- QoS x scope (reference-consumer.md §3.5) ----------------------------------------------------
+# --- QoS x scope (the reference's filter.go) -----------------------------------------------------
 
 
 @pytest.mark.parametrize("scope", SCOPES)

@@ -35,7 +35,7 @@ def _g(cpu: int | str = 2, mem: int = 4 * GI, name: str = "c", **extra: int) -> 
     return container(name, {"cpu": cpu, "memory": mem, **extra})
 
 
-# --- gating (reference-consumer.md §4.1) ---------------------------------------------------------
+# --- gating (the reference's score.go) -----------------------------------------------------------
 
 
 def test_pods_that_are_not_guaranteed_score_100_everywhere() -> None:

@@ -9,8 +9,8 @@ import yaml
 
 from rte.cli import extender_cmd
 from rte.commands.options import setting_flags
-from rte.consumer.cacheconfig import CacheMode, ForeignPodsDetect
-from rte.extender.settings import SCHEMA, extender_settings
+from rte.consumer.cache.config import CacheMode, ForeignPodsDetect
+from rte.extender.settings import EXTENDER_SCHEMA, extender_settings
 from tests.helpers.paths import DEPLOY
 
 MANIFEST = DEPLOY / "scheduler-extender.yaml"
@@ -40,7 +40,7 @@ def test_the_container_flags_are_accepted_by_rte_extender() -> None:
     c = container()
     assert c["command"] == ["rte", "extender"]
     params = extender_cmd.make_context("extender", list(c["args"])).params
-    settings = extender_settings(**setting_flags(SCHEMA, params))
+    settings = extender_settings(**setting_flags(EXTENDER_SCHEMA, params))
     assert settings.cache.mode is CacheMode.OVER_RESERVE
     assert settings.cache.resync_period == 5
     assert settings.cache.config.foreign_pods_detect is ForeignPodsDetect.ONLY_EXCLUSIVE_RESOURCES

@@ -117,12 +117,12 @@ def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_moun
 
 
 def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loader() -> None:
-    from rte.agent.settings import SCHEMA, load_settings
+    from rte.agent.settings import AGENT_SCHEMA, load_settings
 
     (agent,) = pod_spec()["containers"]
     env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
     env["NODE_NAME"] = "worker-1"  # the downward API's part
-    known = {f"RTE_{info.name.upper()}" for info in SCHEMA.fields}
+    known = {f"RTE_{info.name.upper()}" for info in AGENT_SCHEMA.fields}
     # Unknown RTE_* variables are ignored on purpose (Kubernetes injects *_PORT ones): catch typos here.
     assert {name for name in env if name.startswith("RTE_")} <= known
     settings = load_settings(env=env, flags={})

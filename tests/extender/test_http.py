@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rte.consumer.caches import make_cache
+from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService

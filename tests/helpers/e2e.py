@@ -23,6 +23,7 @@ from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.pod import Pod, pod_from_manifest
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres import convert
 from rte.podres.files import PodResourcesFiles
 from rte.podres.v1 import api_pb2
@@ -34,7 +35,7 @@ from tests.helpers.waiting import wait_for
 SYSFS, SCENARIO, KUBELET_CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
 NODE = "worker-1"
 NRT = "noderesourcetopologies"
-METHOD = "with-exclusive-resources"
+METHOD = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
 
 
 def expected_nrt(kubelet: FakeKubelet, api: FakeApiServer, *, pod_watch: bool = True) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod
 
 GI = 2**30
 PROFILE = "topo-aware-scheduler"
@@ -32,7 +33,7 @@ def nrt(
     if pods is not None:
         attributes += [
             {"name": fp.ATTRIBUTE, "value": fp.compute(pods)},
-            {"name": fp.ATTRIBUTE_METHOD, "value": fp.METHOD_ALL},
+            {"name": fp.ATTRIBUTE_METHOD, "value": FingerprintMethod.ALL.value},
         ]
     return {
         "apiVersion": "topology.node.k8s.io/v1alpha2",

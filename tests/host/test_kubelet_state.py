@@ -8,7 +8,7 @@ import pytest
 
 from rte.errors import InputError
 from rte.host.kubelet_state import (
-    MemoryBlock,
+    CheckpointMemoryBlock,
     MemoryTable,
     load_cpu_manager_state,
     load_memory_manager_state,
@@ -115,8 +115,12 @@ def test_synthetic_memory_state_has_consistent_tables_per_numa_node() -> None:
             assert table.allocatable == table.total - table.system_reserved
             assert table.free == table.allocatable - table.reserved
     assert state.containers == {
-        APP_POD: {"app": (MemoryBlock(numa_affinity=(0,), memory_type="memory", size=2 * 1024**3),)},
-        WORKER_POD: {"worker": (MemoryBlock(numa_affinity=(1,), memory_type="memory", size=4 * 1024**3),)},
+        APP_POD: {
+            "app": (CheckpointMemoryBlock(numa_affinity=(0,), memory_type="memory", size=2 * 1024**3),)
+        },
+        WORKER_POD: {
+            "worker": (CheckpointMemoryBlock(numa_affinity=(1,), memory_type="memory", size=4 * 1024**3),)
+        },
     }
     assert state.pods == {}
 
@@ -126,13 +130,13 @@ def test_memory_state_of_kubelet_tests_is_read() -> None:
     assert state.policy == "static"
     assert state.machine_state[0].memory_map["memory"] == MemoryTable(2048, 512, 1536, 512, 1024)
     assert state.machine_state[0].cells == ()
-    assert state.containers == {"pod": {"container1": (MemoryBlock((0,), "memory", 512),)}}
+    assert state.containers == {"pod": {"container1": (CheckpointMemoryBlock((0,), "memory", 512),)}}
 
 
 def test_memory_pod_entries_are_read_as_pod_level_blocks() -> None:
     state = load_memory_manager_state(STATE / "memory_manager_state.v2-podEntries.k8s-1.36-test.json")
-    assert state.pods == {"pod": (MemoryBlock((0,), "memory", 512),)}
-    assert state.containers == {"pod": {"container1": (MemoryBlock((0,), "memory", 512),)}}
+    assert state.pods == {"pod": (CheckpointMemoryBlock((0,), "memory", 512),)}
+    assert state.containers == {"pod": {"container1": (CheckpointMemoryBlock((0,), "memory", 512),)}}
 
 
 def test_data_string_wins_over_a_stale_top_level_memory_state() -> None:
@@ -140,7 +144,7 @@ def test_data_string_wins_over_a_stale_top_level_memory_state() -> None:
     assert state.policy == "static"  # the top level says "other"
     assert state.machine_state[0].number_of_assignments == 0  # the top level says 5
     assert state.machine_state[0].memory_map["memory"].total == 2048
-    assert state.containers == {"pod": {"container1": (MemoryBlock((0,), "memory", 512),)}}
+    assert state.containers == {"pod": {"container1": (CheckpointMemoryBlock((0,), "memory", 512),)}}
 
 
 def test_memory_blocks_may_span_several_numa_nodes() -> None:
@@ -152,7 +156,7 @@ def test_memory_blocks_may_span_several_numa_nodes() -> None:
         }
     )
     assert state.machine_state[1].cells == (0, 1)
-    assert state.containers["p"]["c"] == (MemoryBlock((0, 1), "hugepages-1Gi", 2 * 1024**3),)
+    assert state.containers["p"]["c"] == (CheckpointMemoryBlock((0, 1), "hugepages-1Gi", 2 * 1024**3),)
 
 
 # --- files worth watching -------------------------------------------------------------------

@@ -4,6 +4,7 @@ import random
 import pytest
 
 from rte.model import fingerprint as fp
+from rte.model.vocabulary import FingerprintMethod
 from tests.helpers.paths import FIXTURES
 from tests.helpers.xxh64_reference import reference_fingerprint
 
@@ -151,4 +152,4 @@ def test_constants_match_the_published_names() -> None:
     assert fp.ATTRIBUTE == "nodeTopologyPodsFingerprint"
     assert fp.ATTRIBUTE_METHOD == "nodeTopologyPodsFingerprintMethod"
     assert fp.ANNOTATION == "topology.node.k8s.io/fingerprint"
-    assert fp.METHODS == ("all", "with-exclusive-resources")
+    assert [m.value for m in FingerprintMethod] == ["all", "with-exclusive-resources"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rte.sim.config import SimConfig
-from rte.sim.engine import run
+from rte.sim.engine import run_simulation
 from rte.sim.queue import SchedulingQueue, backoff
 
 SMALL = SimConfig(nodes=20, pods=300, burst="30/30s", load=0.9, agent_interval=10.0)
@@ -36,15 +36,15 @@ def without_timing(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_same_seed_gives_the_same_json_and_another_seed_does_not() -> None:
-    first = run(SMALL).to_dict(series=True)
-    second = run(SMALL).to_dict(series=True)
+    first = run_simulation(SMALL).to_dict(series=True)
+    second = run_simulation(SMALL).to_dict(series=True)
     assert without_timing(first) == without_timing(second)
-    other = run(replace(SMALL, seed=2)).to_dict(series=True)
+    other = run_simulation(replace(SMALL, seed=2)).to_dict(series=True)
     assert without_timing(other) != without_timing(first)
 
 
 def test_without_a_cache_a_slow_agent_lets_the_third_pod_fail_with_a_tae() -> None:
-    result = run(replace(TINY, cache="none"))
+    result = run_simulation(replace(TINY, cache="none"))
     c = result.counters
     # Stale NRT: the scheduler believes a zone still has 3 CPUs; the replacement pods meet the
     # same stale NRT until the agent's next write, so the error repeats.
@@ -54,8 +54,8 @@ def test_without_a_cache_a_slow_agent_lets_the_third_pod_fail_with_a_tae() -> No
 
 
 def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
-    none = run(replace(TINY, cache="none"))
-    reserve = run(replace(TINY, cache="reserve"))
+    none = run_simulation(replace(TINY, cache="none"))
+    reserve = run_simulation(replace(TINY, cache="reserve"))
     c = reserve.counters
     assert c.topology_affinity_errors == 0
     assert c.pods_scheduled == 2  # the third waits for a departure, correctly refused
@@ -67,7 +67,7 @@ def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
 
 
 def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
-    result = run(replace(TINY, cache="discard"))
+    result = run_simulation(replace(TINY, cache="discard"))
     # 5 ms cycles and 50 ms binds: the second pod finds the node blocked by the first one's bind
     # and waits for the next NRT update (a requeue event); by then the NRT shows the truth.
     c = result.counters
@@ -77,8 +77,8 @@ def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
 
 
 def test_a_flush_is_not_a_requeue_event_unless_asked() -> None:
-    reference = run(replace(TINY, cache="reserve"))
-    eager = run(replace(TINY, cache="reserve", requeue_on_flush=True))
+    reference = run_simulation(replace(TINY, cache="reserve"))
+    eager = run_simulation(replace(TINY, cache="reserve", requeue_on_flush=True))
     # Quiet node: after the flush nothing else happens, so the refused pod waits for the
     # scheduler's 5-minute leftover flush, unless the flush itself requeues it.
     assert reference.pending_times[-1] > 300.0
@@ -98,7 +98,7 @@ def test_an_instant_agent_and_no_latencies_never_cause_a_tae() -> None:
         pods=200,
         verify=True,
     )
-    result = run(config)
+    result = run_simulation(config)
     assert result.counters.topology_affinity_errors == 0
     assert result.counters.unschedulable_with_room == 0
 
@@ -117,7 +117,7 @@ def test_an_instant_agent_and_no_latencies_never_cause_a_tae() -> None:
 )
 def test_memoised_decisions_match_full_recomputation(cache: str, variant: dict[str, Any]) -> None:
     config = replace(SMALL, nodes=8, pods=120, burst="20/20s", cache=cache, verify=True, **variant)
-    result = run(config)  # raises VerifyError on any missed invalidation
+    result = run_simulation(config)  # raises VerifyError on any missed invalidation
     c = result.counters
     assert c.fingerprint_disagreements == 0
     assert c.accounting_findings == 0
@@ -125,7 +125,7 @@ def test_memoised_decisions_match_full_recomputation(cache: str, variant: dict[s
 
 
 def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
-    result = run(replace(SMALL, cache="reserve"))
+    result = run_simulation(replace(SMALL, cache="reserve"))
     c = result.counters
     assert c.resync_passes > 0 and c.fingerprint_matches > 0 and c.flushes == c.fingerprint_matches
     assert c.fingerprint_disagreements == 0
@@ -133,15 +133,15 @@ def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
 
 
 def test_nrt_writes_count_only_changed_objects() -> None:
-    slow = run(replace(SMALL, agent_interval=60.0)).counters
-    fast = run(replace(SMALL, agent_interval=1.0)).counters
+    slow = run_simulation(replace(SMALL, agent_interval=60.0)).counters
+    fast = run_simulation(replace(SMALL, agent_interval=1.0)).counters
     assert 0 < slow.nrt_writes < fast.nrt_writes
     assert slow.nrt_writes == slow.store_updates  # every write changed something the store sees
 
 
 def test_a_small_simulation_runs_in_a_few_seconds() -> None:
     started = time.perf_counter()
-    result = run(replace(SMALL, cache="reserve", verify=False))
+    result = run_simulation(replace(SMALL, cache="reserve", verify=False))
     assert time.perf_counter() - started < 5.0
     assert result.counters.pods_scheduled == 300
 

@@ -1,7 +1,7 @@
 """The simulated agent's published fingerprint and the consumer's resync check agree.
 
 The agent side is the real accounting, pod-set and builder code over the simulated kubelet; the
-consumer side is the real :func:`rte.consumer.podset.compare`. Equal pod sets must match,
+consumer side is the real :func:`rte.consumer.cache.resync.compare`. Equal pod sets must match,
 different ones must not, in every informer mode and fingerprint method.
 """
 
@@ -9,32 +9,31 @@ from dataclasses import replace
 
 import pytest
 
-from rte.agent.podset import INFORMER_DEDICATED, INFORMER_SHARED
-from rte.consumer.cacheconfig import InformerMode, ResyncMethod
-from rte.consumer.podset import CompareResult, compare
+from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.cache.resync import CompareResult, compare
 from rte.consumer.store import resource_names_of
 from rte.model import fingerprint as fp
 from rte.model.pod import PHASE_RUNNING, QOS_GUARANTEED, Container, Pod
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.sim.agent import SimAgent
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import GiB, parse_node_shapes
 
 NODE = "node-0000"
-MODES = [(INFORMER_DEDICATED, InformerMode.DEDICATED), (INFORMER_SHARED, InformerMode.SHARED)]
 
 
 class Node:
     """A kubelet, its agent and the pods the API holds for the node."""
 
-    def __init__(self, method: str, agent_mode: str) -> None:
+    def __init__(self, method: FingerprintMethod, mode: InformerMode) -> None:
         ((_, shape),) = parse_node_shapes("2x8c-32Gi+nic2")
         hw = build_hardware(
             shape, policy="single-numa-node", scope="container", reserved_cpus=1, reserved_memory=GiB
         )
         self.kubelet = SimKubelet(hw)
-        self.agent = SimAgent(NODE, hw, self.kubelet, method=method, informer_mode=agent_mode)
+        self.agent = SimAgent(NODE, hw, self.kubelet, method=method, informer_mode=mode)
         self.pods: dict[tuple[str, str], Pod] = {}
 
     def bind(self, name: str, cpu: int = 2) -> Pod:
@@ -68,12 +67,12 @@ class Node:
         return compare(topology, self.pods.values(), ResyncMethod.AUTODETECT, mode, names, 0.0).result
 
 
-@pytest.mark.parametrize("method", fp.METHODS)
-@pytest.mark.parametrize(("agent_mode", "mode"), MODES)
+@pytest.mark.parametrize("method", list(FingerprintMethod))
+@pytest.mark.parametrize("mode", list(InformerMode))
 def test_the_same_pods_match_and_a_pod_started_after_the_publish_does_not(
-    method: str, agent_mode: str, mode: InformerMode
+    method: FingerprintMethod, mode: InformerMode
 ) -> None:
-    node = Node(method, agent_mode)
+    node = Node(method, mode)
     assert node.check(node.publish(), mode) is CompareResult.MATCH  # the empty set too
     for name in ("a", "b"):
         node.bind(name)
@@ -88,11 +87,9 @@ def test_the_same_pods_match_and_a_pod_started_after_the_publish_does_not(
     assert node.check(node.publish(), mode) is CompareResult.MATCH
 
 
-@pytest.mark.parametrize(("agent_mode", "mode"), MODES)
-def test_a_failed_pod_counts_on_both_sides_exactly_when_the_informer_mode_says_so(
-    agent_mode: str, mode: InformerMode
-) -> None:
-    node = Node(fp.METHOD_WITH_EXCLUSIVE_RESOURCES, agent_mode)
+@pytest.mark.parametrize("mode", list(InformerMode))
+def test_a_failed_pod_counts_on_both_sides_exactly_when_the_informer_mode_says_so(mode: InformerMode) -> None:
+    node = Node(FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, mode)
     node.bind("a")
     node.start("a")
     before = node.publish()

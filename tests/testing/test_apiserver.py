@@ -27,7 +27,7 @@ V1 = "v1alpha1"
 
 
 def example_nrt(name: str = "worker-1", version: str = V2) -> dict[str, Any]:
-    """The two-zone example of the NRT wire contract (nrt-api.md §9)."""
+    """A two-zone NRT as an agent writes it (the CRD of deploy/crd-noderesourcetopologies.yaml)."""
     fingerprint = "pfp0v0012fa3d4b5c6e7f809"
     return {
         "apiVersion": f"{GROUP}/{version}",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.host.sysfs import read_machine
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres.files import PodResourcesFiles
 from rte.testing import fake_sysfs, local_doubles, local_pods, scenarios
 from tests.helpers.paths import R640_STATIC
@@ -21,7 +22,7 @@ def test_a_generated_sysfs_tree_matches_its_scenario_without_findings(tmp_path: 
     assert machine.nodes[1].cpus == frozenset(scenario.zone_cpus[2])
     files = PodResourcesFiles(scenario.write(tmp_path / "scenario"))
     _, accounting = compute_topology(
-        machine, "n1", None, KubeletInputs(files.get_allocatable(), files.list()), "all"
+        machine, "n1", None, KubeletInputs(files.get_allocatable(), files.list()), FingerprintMethod.ALL
     )
     assert accounting.findings == ()
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rte.consumer import load
-from rte.consumer.cacheconfig import LoadAwareConfig
+from rte.consumer.cache.config import LoadAwareConfig
+from rte.consumer.cache.reservations import Reservation, subtract_from_every_zone, total_request
+from rte.consumer.cache.resync import Comparison
 from rte.consumer.numaview import NumaView, build_view, subtract_requests
-from rte.consumer.podset import Comparison
-from rte.consumer.reservations import Reservation, subtract_from_every_zone, total_request
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.quantity import quantity_text
 from rte.model.topology import NodeTopology

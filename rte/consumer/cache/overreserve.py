@@ -1,6 +1,8 @@
 """The reserve cache ("OverReserve"): pessimistic accounting between NRT updates, fingerprint resync.
 
-Seed 000's design, with the reference plugin's semantics (reference §5.3) and its gaps fixed:
+The design of kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserve-plugin.md``, with the
+reference plugin's semantics (``pkg/noderesourcetopology/cache/overreserve.go``) and its gaps fixed:
 
 * **State per node**: the cached NRT (replaced only by a flush, see below), the reservations of
   pods placed since, and marks: *dirty* (filter failures; the first one, or only after
@@ -18,11 +20,12 @@ Seed 000's design, with the reference plugin's semantics (reference §5.3) and i
 Differences from the reference, each pinned by a test:
 
 * NRTs are read from a watch-fed :class:`~rte.consumer.store.NRTStore`; a node whose NRT appears
-  after start is adopted on first use (reference #967). A node with no reservation and no mark
-  adopts every new NRT at once (``follow_clean_nodes``): nothing of ours can be missing from it.
+  after start is adopted on first use (the reference ignores it,
+  kubernetes-sigs/scheduler-plugins#967). A node with no reservation and no mark adopts every
+  new NRT at once (``follow_clean_nodes``): nothing of ours can be missing from it.
 * A node with zero relevant pods resyncs against the empty-set fingerprint.
 * Exclusivity is classified against the resource names of the NRT being checked, not of the
-  older cached one (fingerprint.md §7.4, last row).
+  older cached one (docs/fingerprint-agreement.md, "The mismatch trap", last row).
 * A flush keeps the reservations of pods still *in flight* (reserved or bound, not yet relevant,
   so in no fingerprinted set and reflected by no NRT) and adds one for every in-flight pod bound
   to the node that has none (placed by a previous incarnation, a peer or another scheduler).
@@ -35,11 +38,13 @@ Differences from the reference, each pinned by a test:
   the in-flight ones at resync, so they cannot pile up.
 
 **Staleness** (off by default): with ``heartbeat_max_age`` set, a node whose agent Lease is older
-is ignored, served as having no NRT, or unschedulable (``stale_action``), like seed 003's
-expired-metrics filter: data from a dead agent is no data.
+is ignored, served as having no NRT, or unschedulable (``stale_action``), like the filter on
+expired node metrics of Koordinator's load-aware scheduling (koordinator-sh/koordinator
+``docs/proposals/scheduling/20220510-load-aware-scheduling.md``): data from a dead agent is no data.
 
-**Startup rule** (``startup_grace`` > 0; seed 004's "buffer"; off by default because it makes
-every node unusable until the first resync). A restarted scheduler does not know what its
+**Startup rule** (``startup_grace`` > 0; off by default because it makes every node unusable
+until the first resync; the idea is the startup "buffer" of neondatabase/autoscaling
+``pkg/plugin/ARCHITECTURE.md``). A restarted scheduler does not know what its
 previous incarnation reserved. Such a reservation protected a pod bound to the node that the NRT
 does not reflect yet. Pods bound but not started are easy: they are in flight, and the first
 flush reserves them (above). Pods already running that the agent has not published yet cannot be
@@ -48,7 +53,7 @@ existence shows: the node's fingerprint does not match. So every node starts *un
 resync checks it, and until its first fingerprint match, for at most the grace period, it is not
 fresh. After the grace, agents have had time to catch up (they publish every 10-60 s), and a node
 that still does not match falls back to normal over-reserve behaviour, so the fingerprint
-mismatch trap (fingerprint.md §7.4) cannot black a node out forever. The front end should run
+mismatch trap (docs/fingerprint-agreement.md) cannot black a node out forever. The front end should run
 :meth:`OverReserveCache.resync` once as soon as its pod informer has synced.
 
 The cache starts no thread and reads time only from the injected ``clock`` (seconds since the
@@ -60,24 +65,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from rte.consumer.cachebase import (
-    NO_NRT,
-    NOT_FRESH,
-    Lookup,
-    PodsInput,
-    ResyncReport,
-    group_pods,
-    heartbeat_age,
-    is_stale,
-    stale_verdict,
-)
-from rte.consumer.cacheconfig import CacheConfig, ForeignPodsDetect, ResyncScope
-from rte.consumer.nodestate import NodeState
-from rte.consumer.podset import CompareResult, Comparison, compare, is_in_flight
-from rte.consumer.reservations import SOURCE_IN_FLIGHT, Reservation
+from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, ResyncScope
+from rte.consumer.cache.freshness import heartbeat_age, is_stale, stale_verdict
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
+from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, Reservation
+from rte.consumer.cache.resync import CompareResult, Comparison, PodsInput, compare, group_pods, is_in_flight
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
@@ -85,8 +81,6 @@ from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
 
 
 class OverReserveCache:

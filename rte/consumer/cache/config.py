@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 
 from rte.errors import ConfigError
 from rte.model.attributes import ZONE_CPU_UTILIZATION
+from rte.model.vocabulary import InformerMode
 
 
 class CacheMode(StrEnum):
-    """Which cache serves the filter and score (reference §5.1)."""
+    """Which cache serves the filter and score (the reference's three, see :mod:`.selection`)."""
 
     PASSTHROUGH = "Passthrough"
     OVER_RESERVE = "OverReserve"
@@ -34,11 +35,6 @@ class ResyncMethod(StrEnum):
     AUTODETECT = "Autodetect"
     ALL = "All"
     ONLY_EXCLUSIVE_RESOURCES = "OnlyExclusiveResources"
-
-
-class InformerMode(StrEnum):
-    DEDICATED = "Dedicated"
-    SHARED = "Shared"
 
 
 class ResyncScope(StrEnum):
@@ -71,7 +67,7 @@ DEFAULT_PROFILE = "topo-aware-scheduler"
 
 @dataclass(frozen=True)
 class LoadAwareConfig:
-    """Seed 003's utilisation idea applied per NUMA zone; off by default.
+    """Utilisation thresholds applied per NUMA zone (:mod:`rte.consumer.load`); off by default.
 
     ``thresholds`` maps a zone attribute holding an integer percent to the percent above which
     a zone counts as busy (the agent publishes the attribute only while the zone is outside its
@@ -95,8 +91,10 @@ class CacheConfig:
     informer_mode: InformerMode = InformerMode.DEDICATED
     resync_scope: ResyncScope = ResyncScope.ALL
     dirty_after_failures: int = 1
-    """Filter failures in a row before a node is resynced: 1 is the reference, more is the seed's
-    proposal (a node that fails once may just be too small for one pod)."""
+    """Filter failures in a row before a node is resynced: 1 is the reference, more is what the
+    reserve-plugin design proposes (kubernetes-sigs/scheduler-plugins
+    ``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserve-plugin.md``): a node
+    that fails once may just be too small for one pod."""
     absent_pod_grace: float = 30.0
     """Seconds a reservation survives a flush when its pod is missing from the pod list (the pod
     informer may lag the scheduler's own queue); after that, a missing pod counts as deleted."""
@@ -110,7 +108,7 @@ class CacheConfig:
     """Whether a node with no Lease at all counts as stale (off: agents without leases still work)."""
     startup_grace: float = 0.0
     """Seconds after start during which a node not yet confirmed by a fingerprint match is not
-    fresh; 0 disables the startup rule. See :mod:`rte.consumer.cache`."""
+    fresh; 0 disables the startup rule. See :mod:`rte.consumer.cache.overreserve`."""
     load: LoadAwareConfig = field(default_factory=LoadAwareConfig)
 
     def __post_init__(self) -> None:
@@ -127,7 +125,7 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class CacheSettings:
-    """The reference plugin's cache selection (§5.1) plus the OverReserve configuration."""
+    """The reference plugin's cache selection plus the OverReserve configuration."""
 
     mode: CacheMode
     resync_period: float
@@ -149,7 +147,8 @@ def parse_enum(kind: type[E], value: Any, where: str) -> E:
 def cache_settings_from_plugin_args(
     args: Mapping[str, Any], profiles: frozenset[str] = frozenset({DEFAULT_PROFILE})
 ) -> CacheSettings:
-    """Read the reference ``NodeResourceTopologyMatch`` arguments (reference §6).
+    """Read the reference ``NodeResourceTopologyMatchArgs`` (kubernetes-sigs/scheduler-plugins
+    ``apis/config/types.go``).
 
     ``discardReservedNodes`` wins over the resync period; a period <= 0 (the default) means
     Passthrough. The ``cache`` block's defaults are the reference's.
@@ -169,7 +168,7 @@ def cache_settings_from_plugin_args(
             ForeignPodsDetect, cache.get("foreignPodsDetect", "All"), "cache.foreignPodsDetect"
         ),
         resync_method=parse_enum(ResyncMethod, cache.get("resyncMethod", "Autodetect"), "cache.resyncMethod"),
-        informer_mode=parse_enum(InformerMode, cache.get("informerMode", "Dedicated"), "cache.informerMode"),
+        informer_mode=InformerMode.parse(cache.get("informerMode", "Dedicated"), "cache.informerMode"),
         resync_scope=parse_enum(ResyncScope, cache.get("resyncScope", "All"), "cache.resyncScope"),
     )
     if discard:

@@ -1,6 +1,6 @@
 """Which pods the scheduler believes a node runs, and whether the node's NRT agrees.
 
-Pure functions behind the reserve cache's resync (fingerprint.md §4, §6, §7):
+Pure functions behind the reserve cache's resync (docs/fingerprint-agreement.md):
 
 * :func:`is_relevant` is the informer-mode rule: ``Dedicated`` counts every bound pod that left
   ``Pending`` (terminal ones included), ``Shared`` only ``Running`` ones;
@@ -12,16 +12,20 @@ Pure functions behind the reserve cache's resync (fingerprint.md §4, §6, §7):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rte.consumer.cacheconfig import InformerMode, ResyncMethod
+from rte.consumer.cache.config import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+
+PodsInput = Iterable[Pod] | Mapping[str, Iterable[Pod]]
+"""All pods the informer holds, or the same grouped by node name."""
 
 
 class CompareResult(StrEnum):
@@ -35,8 +39,8 @@ class CompareResult(StrEnum):
 
 
 def is_relevant(pod: Pod, mode: InformerMode) -> bool:
-    """Whether ``pod`` belongs in the fingerprinted set of its node (fingerprint.md §7.1)."""
-    return counts_for_fingerprint(pod, running_only=mode is InformerMode.SHARED)
+    """Whether ``pod`` belongs in the fingerprinted set of its node (:func:`counts_for_fingerprint`)."""
+    return counts_for_fingerprint(pod, mode)
 
 
 def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:
@@ -51,7 +55,10 @@ def is_in_flight(pod: Pod, node: str, mode: InformerMode) -> bool:
 
 
 def expected_fingerprint(topology: NodeTopology, method: ResyncMethod) -> tuple[str, bool, str]:
-    """``(expected, only_exclusive, source)`` per fingerprint.md §6.
+    """``(expected, only_exclusive, source)``, looked up as the reference does.
+
+    The reference is ``podFingerprintForNodeTopology`` in kubernetes-sigs/scheduler-plugins
+    ``pkg/noderesourcetopology/cache/store.go``.
 
     ``source`` is ``attribute``, ``annotation`` or ``""``; an empty ``expected`` means there is
     nothing to check against. The legacy annotation always means "all pods".
@@ -63,7 +70,9 @@ def expected_fingerprint(topology: NodeTopology, method: ResyncMethod) -> tuple[
         elif method is ResyncMethod.ONLY_EXCLUSIVE_RESOURCES:
             only_exclusive = True
         else:
-            only_exclusive = topology.attribute(fp.ATTRIBUTE_METHOD) == fp.METHOD_WITH_EXCLUSIVE_RESOURCES
+            only_exclusive = (
+                topology.attribute(fp.ATTRIBUTE_METHOD) == FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+            )
         return value, only_exclusive, "attribute"
     annotation = topology.annotations.get(fp.ANNOTATION)
     if annotation is not None:
@@ -88,8 +97,8 @@ class Comparison:
     result: CompareResult
     expected: str
     computed: str
-    method: str
-    """``all`` or ``with-exclusive-resources``: which pods we counted."""
+    method: FingerprintMethod
+    """Which pods we counted."""
     source: str
     pod_count: int
     time: float
@@ -100,7 +109,7 @@ class Comparison:
             "result": self.result.value,
             "expected": self.expected,
             "computed": self.computed,
-            "method": self.method,
+            "method": self.method.value,
             "source": self.source,
             "podCount": self.pod_count,
             "time": self.time,
@@ -120,13 +129,14 @@ def compare(
 
     ``resource_names`` should be those of ``topology`` itself, the NRT being checked: the agent
     classified exclusivity against the names it was about to publish, not against whatever an
-    older NRT in our cache listed (the last row of fingerprint.md §7.4).
+    older NRT in our cache listed (the last row of "The mismatch trap" in
+    docs/fingerprint-agreement.md).
     """
     expected, only_exclusive, source = expected_fingerprint(topology, method)
     counted = fingerprinted_pods(pods_on_node, mode, only_exclusive, resource_names)
     keys = [p.key for p in counted]
     computed = fp.compute(keys)
-    method_name = fp.METHOD_WITH_EXCLUSIVE_RESOURCES if only_exclusive else fp.METHOD_ALL
+    method_name = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES if only_exclusive else FingerprintMethod.ALL
 
     def result(kind: CompareResult, detail: str = "") -> Comparison:
         return Comparison(
@@ -151,3 +161,16 @@ def compare(
     except fp.MalformedFingerprintError as e:
         return result(CompareResult.MALFORMED, str(e))
     return result(CompareResult.MATCH)
+
+
+def group_pods(pods: PodsInput) -> tuple[dict[str, list[Pod]], dict[tuple[str, str], Pod]]:
+    """``(bound pods by node, every pod by (namespace, name))`` from either input shape."""
+    by_node: dict[str, list[Pod]] = {}
+    known: dict[tuple[str, str], Pod] = {}
+    flat: Iterable[Pod]
+    flat = (p for group in pods.values() for p in group) if isinstance(pods, Mapping) else pods
+    for pod in flat:
+        known[pod.key] = pod
+        if pod.node_name:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    return by_node, known

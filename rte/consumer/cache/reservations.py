@@ -1,8 +1,10 @@
 """Pessimistic accounting of pods the scheduler placed but no NRT reflects yet.
 
 The scheduler cannot know which NUMA zone the kubelet will pick, so a reserved pod's request is
-taken from *every* zone that lists the resource (reference OverReserve semantics, seed 000's
-"pessimistic overallocation"), whatever the pod's QoS, and amounts stop at 0.
+taken from *every* zone that lists the resource, whatever the pod's QoS, and amounts stop at 0:
+the reference's OverReserve semantics (kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/cache/overreserve.go``), the "pessimistic overallocation" of its design
+document (``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserve-plugin.md``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,29 @@
+"""The freshness rule every cache mode applies the same way: an agent heartbeat too old."""
+
+from __future__ import annotations
+
+from rte.consumer.cache.config import CacheConfig, StaleAction
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
+from rte.consumer.store import NRTStore
+
+
+def heartbeat_age(store: NRTStore, node: str, now: float) -> float | None:
+    beat = store.heartbeat(node)
+    return None if beat is None else now - beat
+
+
+def is_stale(store: NRTStore, config: CacheConfig, node: str, now: float) -> bool:
+    """Whether the node's agent heartbeat is older than allowed (always False when the rule is off)."""
+    if config.heartbeat_max_age is None:
+        return False
+    age = heartbeat_age(store, node, now)
+    if age is None:
+        return config.stale_if_no_heartbeat
+    return age > config.heartbeat_max_age
+
+
+def stale_verdict(store: NRTStore, config: CacheConfig, node: str, now: float) -> Lookup | None:
+    """The forced answer for a stale node, or None when the node is not stale or the action is ignore."""
+    if config.stale_action is StaleAction.IGNORE or not is_stale(store, config, node, now):
+        return None
+    return NO_NRT if config.stale_action is StaleAction.NO_NRT else NOT_FRESH

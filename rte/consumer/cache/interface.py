@@ -1,0 +1,82 @@
+"""What every NRT cache offers the filter, the score and the front ends.
+
+Three implementations exist, chosen by :func:`rte.consumer.cache.selection.make_cache`, as in
+the reference plugin (kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/cache/cache.go``): OverReserve (the reserve cache,
+:mod:`~rte.consumer.cache.overreserve`), DiscardReserved
+(:mod:`~rte.consumer.cache.discardreserved`) and Passthrough
+(:mod:`~rte.consumer.cache.passthrough`). The simulator swaps them to compare modes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from rte.consumer.cache.config import CacheConfig
+from rte.consumer.cache.resync import Comparison, PodsInput
+from rte.consumer.numaview import NumaView
+from rte.model.pod import Pod
+
+Clock = Callable[[], float]
+"""Seconds since the epoch (the time base of Lease renewals); injected so tests need no sleeping."""
+
+
+class Lookup(NamedTuple):
+    """The answer for one node: the view to decide on (None: no NRT) and whether it is usable.
+
+    ``fresh`` False means the filter must reject the node ("invalid node topology data") and the
+    score must give 0, whatever ``view`` holds. Feed it straight to the filter:
+    ``filter_node(pod, lookup.view, allocatable, fresh=lookup.fresh)``.
+    """
+
+    view: NumaView | None
+    fresh: bool
+
+
+NOT_FRESH = Lookup(None, False)
+NO_NRT = Lookup(None, True)
+
+
+@dataclass(frozen=True)
+class ResyncReport:
+    """What one resync pass did, for logs, metrics and tests."""
+
+    flushed: tuple[str, ...] = ()
+    """Nodes whose fingerprint matched: cache replaced, marks cleared."""
+    config_flushed: tuple[str, ...] = ()
+    """Nodes replaced because their Topology Manager configuration changed (no fingerprint check)."""
+    still_dirty: tuple[str, ...] = ()
+    """Nodes checked without a match: they stay marked and are retried next time."""
+    comparisons: Mapping[str, Comparison] = field(default_factory=dict)
+
+
+class NRTCache(Protocol):
+    """The interface the filter, the score and the front ends use."""
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def config(self) -> CacheConfig: ...
+
+    def get(self, node: str, pod: Pod | None = None) -> Lookup: ...
+
+    def reserve(self, node: str, pod: Pod) -> None: ...
+
+    def unreserve(self, node: str, pod: Pod) -> None: ...
+
+    def post_bind(self, node: str, pod: Pod) -> None: ...
+
+    def mark_maybe_over_reserved(self, node: str) -> None: ...
+
+    def note_filter_success(self, node: str) -> None: ...
+
+    def on_pod_event(self, event_type: str, pod: Pod) -> None: ...
+
+    def resync(self, pods: PodsInput, now: float | None = None) -> ResyncReport: ...
+
+    def unfresh_reason(self, node: str) -> str: ...
+
+    def state_dump(self, now: float | None = None) -> dict[str, Any]: ...

@@ -1,0 +1,53 @@
+"""The words the agent, the consumer and the simulator share: one enum per concept.
+
+Input is read in any case (``dedicated``, ``DEDICATED`` and ``Dedicated`` are one mode), so a
+setting copied from either side's documentation works. Output always uses one spelling per
+concept, the enum's value:
+
+* :class:`InformerMode`: ``Dedicated`` / ``Shared``, the spelling of the scheduler plugin's
+  ``cache.informerMode`` argument (kubernetes-sigs/scheduler-plugins
+  ``apis/config/types.go``). The agent's ``informer_mode`` setting names the same mode (it
+  must match the scheduler's), so it prints the same spelling.
+* :class:`FingerprintMethod`: ``all`` / ``with-exclusive-resources``, the values of the NRT's
+  ``nodeTopologyPodsFingerprintMethod`` attribute (k8stopologyawareschedwg/podfingerprint
+  ``podfingerprint.go``), which consumers compare byte for byte.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Self
+
+from rte.errors import ConfigError
+
+
+class Choice(StrEnum):
+    """A closed set of spellings: parsed in any case, printed as the member's value."""
+
+    @classmethod
+    def parse(cls, text: object, source: str) -> Self:
+        """The member spelled ``text`` in any case, or a one-line :class:`ConfigError` naming ``source``."""
+        if isinstance(text, str):
+            folded = text.casefold()
+            for member in cls:
+                if member.value.casefold() == folded:
+                    return member
+        accepted = ", ".join(m.value for m in cls)
+        raise ConfigError(source, f"{text!r} is not one of {accepted}")
+
+
+class InformerMode(Choice):
+    """Which pods the scheduler's pod informer sees, and so which pods a node's fingerprint counts."""
+
+    DEDICATED = "Dedicated"
+    """Every pod bound to the node that left ``Pending``, terminal pods included."""
+    SHARED = "Shared"
+    """Only ``Running`` pods (the shared informer drops the others)."""
+
+
+class FingerprintMethod(Choice):
+    """Which of a node's pods the published fingerprint covers."""
+
+    ALL = "all"
+    WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
+    """Only pods holding exclusive resources (:func:`rte.model.exclusive.is_exclusive`)."""

@@ -1,0 +1,147 @@
+"""Rules the source of ``rte/`` keeps: one definition per public name, modules of one screenful,
+and citations a reader of this repository can follow.
+
+All read the source text; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "rte"
+MAX_MODULE_LINES = 450
+
+ALLOWED_TWICE: dict[str, str] = {
+    # Two API-client factories (agent and extender): fixed on the daemons branch (one factory).
+    "load_api_client": "rte/agent/kube.py rte/extender/app.py",
+}
+"""Names allowed in two modules, with the modules. An entry that no longer applies fails too."""
+
+
+def _modules() -> Iterator[Path]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "_pb2" not in path.name:  # generated gRPC stubs
+            yield path
+
+
+def _product_modules() -> Iterator[Path]:
+    """The modules of rte itself. The test doubles (rte/testing) are left out on purpose: a
+    double keeps its own names (its merge patch, its object type) so that it never shares code
+    with what it checks."""
+    testing = PACKAGE / "testing"
+    return (p for p in _modules() if testing not in p.parents)
+
+
+def _is_type_variable(value: ast.expr | None) -> bool:
+    # TypeVar("T") is notation local to its module, like a parameter name.
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("TypeVar", "ParamSpec")
+    )
+
+
+def _public_names(tree: ast.Module) -> Iterator[str]:
+    """Top-level functions, classes, constants and type aliases (not variables like ``log``)."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign) and not _is_type_variable(node.value):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.islower()]
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and not node.target.id.islower()
+            and not _is_type_variable(node.value)
+        ):
+            names = [node.target.id]
+        else:
+            continue
+        yield from (n for n in names if not n.startswith("_"))
+
+
+def test_no_public_name_is_defined_in_two_modules() -> None:
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in _product_modules():
+        for name in _public_names(ast.parse(path.read_text(encoding="utf-8"))):
+            where[name].append(path.relative_to(ROOT).as_posix())
+    twice = {name: " ".join(paths) for name, paths in where.items() if len(paths) > 1}
+    assert {n: p for n, p in twice.items() if n not in ALLOWED_TWICE} == {}
+    stale = {n: p for n, p in ALLOWED_TWICE.items() if twice.get(n) != p}
+    assert stale == {}, "remove allow-list entries that no longer apply"
+
+
+def test_the_rule_sees_functions_classes_constants_and_aliases_but_not_variables() -> None:
+    tree = ast.parse(
+        "import x\n"
+        "T = TypeVar('T')\n"
+        "log = logging.getLogger(__name__)\n"
+        "LIMIT = 3\n"
+        "GiB: int = 1024**3\n"
+        "PodKey = tuple[str, str]\n"
+        "_PRIVATE = 1\n"
+        "def f(): pass\n"
+        "class C: pass\n"
+    )
+    assert list(_public_names(tree)) == ["LIMIT", "GiB", "PodKey", "f", "C"]
+
+
+def test_no_module_is_longer_than_a_screenful_or_two() -> None:
+    long = {
+        path.relative_to(ROOT).as_posix(): n
+        for path in _modules()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+# A section sign must follow a document of this repository ("docs/x.md §2"); documents kept
+# elsewhere (design seeds, specs beside the repository) are cited by their upstream source instead.
+_SECTION = re.compile(r"(\S*)\s*§")
+_SEED = re.compile(r"\bseed\s+\d{3}\b", re.IGNORECASE)
+_MARKDOWN = re.compile(r"(\S+\s+)?([\w./-]+\.md)\b")
+_UPSTREAM = re.compile(r"^[\w.-]+/[\w.-]+$")  # "owner/repo" before an upstream path
+
+
+def _in_repository(cited: str) -> bool:
+    return (ROOT / cited).is_file() or (ROOT / "docs" / cited).is_file()
+
+
+def _bad_citations(text: str) -> list[str]:
+    """Citations in ``text`` a reader of this repository cannot follow."""
+    plain = re.sub(r"[`()\[\],;:\"']", " ", text)
+    bad = [m.group(0) for m in _SEED.finditer(plain)]
+    for m in _SECTION.finditer(plain):
+        if not (m.group(1).endswith(".md") and _in_repository(m.group(1))):
+            bad.append(m.group(0).strip())
+    for m in _MARKDOWN.finditer(plain):
+        before, cited = (m.group(1) or "").strip(), m.group(2)
+        if _UPSTREAM.match(before) or ("/" in cited and not cited.startswith("docs/")):
+            continue  # an upstream path, cited by repository
+        if not _in_repository(cited):
+            bad.append(cited)
+    return bad
+
+
+def test_citations_in_rte_name_upstream_sources_or_documents_of_this_repository() -> None:
+    bad = {
+        path.relative_to(ROOT).as_posix(): found
+        for path in _modules()
+        if (found := _bad_citations(path.read_text(encoding="utf-8")))
+    }
+    assert bad == {}
+
+
+def test_the_citation_rule_tells_followable_citations_from_the_others() -> None:
+    assert _bad_citations("see docs/fingerprint-agreement.md, and README.md") == []
+    assert _bad_citations("kubernetes-sigs/scheduler-plugins ``pkg/x/cache/docs/design.md``") == []
+    assert _bad_citations("koordinator-sh/koordinator docs/proposals/load-aware.md") == []
+    assert _bad_citations("(reference §5.3)") == ["reference §"]
+    assert _bad_citations("fingerprint.md §7.4") == ["fingerprint.md §", "fingerprint.md"]
+    assert _bad_citations("seed 003's idea") == ["seed 003"]
+    assert _bad_citations("see docs/missing.md") == ["docs/missing.md"]
