@@ -1,4 +1,5 @@
-"""Import boundaries: the shared model is pure, and the consumer never pulls in agent code.
+"""Import boundaries: the shared model is pure, the consumer never pulls in agent code, and the
+daemons' plumbing (rte.runtime) stays below the daemons.
 
 Each package is imported in a fresh interpreter, so modules loaded by other tests cannot hide
 a violation.
@@ -13,8 +14,10 @@ import pytest
 
 import rte.consumer
 import rte.model
+import rte.runtime
 
-EDGES = ("rte.agent", "rte.host", "rte.podres", "grpc", "kubernetes")
+EDGES = ("rte.agent", "rte.host", "rte.podres", "rte.runtime", "grpc", "kubernetes")
+ABOVE_RUNTIME = ("rte.agent", "rte.extender", "rte.consumer", "rte.sim", "rte.commands", "rte.cli")
 
 
 def _loaded_after_importing(modules: list[str]) -> list[str]:
@@ -37,8 +40,10 @@ def _loaded_after_importing(modules: list[str]) -> list[str]:
             (*EDGES, "rte.consumer", "pyudev", "psutil"),
         ),
         (rte.consumer, {"rte.consumer.filter", "rte.consumer.score", "rte.consumer.cache"}, EDGES),
+        # The daemons' plumbing sits below them and loads the Kubernetes client only on demand.
+        (rte.runtime, {"rte.runtime.ratelimit", "rte.runtime.reflector"}, (*ABOVE_RUNTIME, "kubernetes")),
     ],
-    ids=["model", "consumer"],
+    ids=["model", "consumer", "runtime"],
 )
 def test_package_imports_nothing_beyond_its_boundary(
     package: object, must_have: set[str], forbidden: tuple[str, ...]

@@ -22,7 +22,7 @@ from typing import Any
 
 from rte import __version__
 from rte.errors import ConfigError
-from rte.ratelimit import TokenBucket
+from rte.runtime.ratelimit import TokenBucket
 
 USER_AGENT = f"rte-agent/{__version__}"
 
