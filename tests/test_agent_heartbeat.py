@@ -12,10 +12,10 @@ import pytest
 from agent_api_helpers import NODE
 from apiserver_double import FakeApiServer
 from rte.agent.heartbeat import Heartbeat, lease_time
-from rte.agent.kube import load_api_client
 from rte.consumer.store import heartbeat_from_lease
 from rte.errors import PublishError, UnavailableError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
+from rte.runtime.kubeclient import load_api_client
 
 pytest_plugins = ["apiserver_double.pytest_plugin"]
 

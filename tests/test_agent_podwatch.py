@@ -11,8 +11,8 @@ import pytest
 
 from agent_api_helpers import NODE, wait_until
 from apiserver_double import FakeApiServer
-from rte.agent.kube import load_api_client
 from rte.agent.podwatch import NodePodWatch
+from rte.runtime.kubeclient import load_api_client
 
 pytest_plugins = ["apiserver_double.pytest_plugin"]
 

@@ -11,13 +11,13 @@ import pytest
 from agent_api_helpers import NODE, topology, wait_until, with_pods
 from apiserver_double import FakeApiServer
 from nrt_schema import schema_errors
-from rte.agent.kube import load_api_client
 from rte.agent.nrtpatch import merge_patch
 from rte.agent.publisher import Publisher, PublishOutcome
 from rte.errors import PublishError, UnavailableError
 from rte.model import attributes as names
 from rte.model.nrt import PLURAL, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
+from rte.runtime.kubeclient import load_api_client
 
 pytest_plugins = ["apiserver_double.pytest_plugin"]
 

@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rte.agent.kube import raw_get
 from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
+from rte.runtime.kubeclient import raw_get
 from rte.runtime.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)

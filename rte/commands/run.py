@@ -49,6 +49,7 @@ from rte.settings_loader import dump_settings, load_settings, parse_address
 log = logging.getLogger("rte.agent")
 
 DEVICE_PLUGINS_DIR = "device-plugins"
+USER_AGENT = f"rte-agent/{__version__}"
 
 
 class CycleFailed(RteError):
@@ -121,13 +122,20 @@ class _Cluster:
 
     def __init__(self, settings: Settings, stop: threading.Event, on_pods: Callable[[], None]) -> None:
         from rte.agent.heartbeat import Heartbeat
-        from rte.agent.kube import load_api_client
         from rte.agent.podwatch import NodePodWatch
         from rte.agent.publisher import Publisher
+        from rte.runtime.kubeclient import Source, load_api_client
 
         s = settings
         kubeconfig = str(s.kubeconfig) if s.kubeconfig is not None else None
-        self.api = load_api_client(kubeconfig, qps=s.api_qps, timeout=s.api_timeout)
+        self.api = load_api_client(
+            kubeconfig,
+            # A DaemonSet: in-cluster unless told otherwise, never a kubeconfig found by chance.
+            sources=(Source.IN_CLUSTER,),
+            qps=s.api_qps,
+            timeout=s.api_timeout,
+            user_agent=USER_AGENT,
+        )
         self.publisher: Publishing = Publisher(
             self.api,
             s.node_name,

@@ -11,41 +11,29 @@ expects at start.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 import time
 from types import FrameType
 from typing import Any
 
+from rte import __version__
 from rte.consumer.cacheconfig import CacheMode
 from rte.consumer.caches import make_cache
 from rte.consumer.store import NRTStore, topologies_from_file
-from rte.errors import ConfigError
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
+from rte.runtime.kubeclient import Source, load_api_client
 
 log = logging.getLogger(__name__)
 
-
-def load_api_client(kubeconfig: str | None) -> Any:
-    """A Kubernetes ``ApiClient`` from ``kubeconfig``, else in-cluster, else the default kubeconfig.
-
-    The default is ``$KUBECONFIG`` or ``~/.kube/config``, as for kubectl.
-    """
-    from kubernetes import client, config
-
-    try:
-        if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = client.Configuration()
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return client.ApiClient(configuration)
-        return config.new_client_from_config()  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as e:
-        raise ConfigError("--kubeconfig", f"cannot load a Kubernetes client configuration: {e}") from e
+USER_AGENT = f"rte-extender/{__version__}"
+API_QPS = 50.0
+"""Client-side pacing of the extender's apiserver requests (lists, relists and watches of NRTs,
+pods and Leases): kube-scheduler's own ``clientConnection`` default, the same order of traffic."""
+API_TIMEOUT = 10.0
+"""Seconds; bounds requests that set no timeout of their own (the watches set theirs)."""
 
 
 class _Resyncer:
@@ -104,7 +92,13 @@ class ExtenderApp:
         else:
             from rte.extender.watch import ClusterFeeds
 
-            api_client = self._api_client or load_api_client(self.settings.kubeconfig)
+            api_client = self._api_client or load_api_client(
+                self.settings.kubeconfig,
+                sources=(Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG),
+                qps=API_QPS,
+                timeout=API_TIMEOUT,
+                user_agent=USER_AGENT,
+            )
             self.feeds = ClusterFeeds(
                 api_client,
                 self.store,
