@@ -12,18 +12,13 @@ Modes:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import select
-import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from rte import __version__
@@ -43,6 +38,7 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
+from rte.runtime.signals import SignalWaiter
 from rte.settings import Settings
 from rte.settings_loader import dump_settings, load_settings, parse_address
 
@@ -286,36 +282,8 @@ def _run_once(agent: Agent, cluster: _Cluster | None, settings: Settings) -> Non
         log.info("NRT %s is up to date", settings.node_name)
 
 
-class _Signals:
-    """SIGTERM/SIGINT noted without taking any lock in the handler.
-
-    A handler runs in the main thread between two bytecodes, possibly while that thread holds
-    a lock (inside ``Event.wait`` or a log write); setting an Event or logging from it can then
-    deadlock. So the handler only records the signal and writes a byte to a pipe, and the main
-    thread, waiting in ``select`` on that pipe, does the rest.
-    """
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is None:
-            self.received = signum
-        with contextlib.suppress(OSError):
-            os.write(self._write, b"x")
-
-    def wait(self, stop: threading.Event) -> None:
-        """Until a signal arrives or ``stop`` is set by someone else."""
-        while self.received is None and not stop.is_set():
-            select.select([self._read], [], [], 1.0)
-
-
 def _run_daemon(agent: Agent, cluster: _Cluster | None, settings: Settings, stop: threading.Event) -> None:
-    signals = _Signals()
+    signals = SignalWaiter().install()
 
     if settings.notify_file is not None:
         _ensure_notify_file(settings.notify_file)
@@ -350,9 +318,8 @@ def _run_daemon(agent: Agent, cluster: _Cluster | None, settings: Settings, stop
             "http": f"{health and health.port}" if health else "off",
         },
     )
-    signals.wait(stop)
-    if signals.received is not None:
-        log.info("received %s: shutting down", signal.Signals(signals.received).name)
+    if signals.wait(stop) is not None:
+        log.info("received %s: shutting down", signals.name)
     agent.stop()
     # Everything below shares one budget, so SIGTERM to exit takes at most shutdown_timeout.
     deadline = time.monotonic() + settings.shutdown_timeout

@@ -1,7 +1,8 @@
 """``rte extender``: the store, the cache, the feeds, the resync timer and the HTTP server, wired.
 
 :class:`ExtenderApp` starts everything in background threads and stops it again (tests use it
-directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGINT.
+directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGINT
+(:class:`~rte.runtime.signals.SignalWaiter`).
 
 The reserve cache is resynced every ``cacheResyncPeriodSeconds`` (OverReserve only; the other
 caches have nothing to resync), and once as soon as the pod list has synced, as the cache
@@ -11,10 +12,7 @@ expects at start.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
-import time
-from types import FrameType
 from typing import Any
 
 from rte import __version__
@@ -25,6 +23,7 @@ from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.signals import SignalWaiter
 
 log = logging.getLogger(__name__)
 
@@ -135,20 +134,10 @@ class ExtenderApp:
 
 def run_extender(settings: ExtenderSettings) -> None:
     """Run until SIGTERM or SIGINT."""
-    received: list[int] = []
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        # Only record it: the handler runs in the main thread between two bytecodes, possibly
-        # while that thread holds a lock (an Event's, say), so taking any lock here can deadlock.
-        received.append(signum)
-
-    app = ExtenderApp(settings).start()
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        while not received:
-            time.sleep(0.2)  # a signal interrupts the sleep; the loop then sees it
-        log.info("received %s: shutting down", signal.Signals(received[0]).name)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        app.stop()
+    with SignalWaiter() as signals:
+        app = ExtenderApp(settings).start()
+        try:
+            signals.wait()
+            log.info("received %s: shutting down", signals.name)
+        finally:
+            app.stop()
