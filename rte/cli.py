@@ -310,6 +310,14 @@ def _env(name: str) -> str:
     help="Account sidecar containers as the kubelet does (the reference treats them as init containers).",
 )
 @click.option(
+    "--max-request-body",
+    default="32Mi",
+    show_default=True,
+    envvar=_env("MAX_REQUEST_BODY"),
+    metavar="SIZE",
+    help="Largest request body accepted (larger ones are answered 413 before they are read).",
+)
+@click.option(
     "--nrt-file",
     "nrt_files",
     multiple=True,

@@ -56,7 +56,7 @@ def _env(*, period: str = "5", ready: bool = True, **options: object) -> Iterato
     if ready:
         service.nrt_synced.set()
         service.replace_pods([])
-    server = ExtenderServer(service, "127.0.0.1", 0).start()
+    server = ExtenderServer(service, "127.0.0.1", 0, max_body=settings.max_request_body).start()
     client = Client(server.url)
     try:
         yield Env(store, service, server, client)
@@ -161,6 +161,26 @@ def test_a_bad_request_is_a_400_with_an_error_field(env: Env, body: bytes, error
         assert status == 400
         assert set(result) == {"Error"}
         assert result["Error"].startswith(error)
+
+
+def test_a_body_over_the_configured_limit_is_a_413_from_its_content_length() -> None:
+    for env in _env(max_request_body="4Ki"):
+        many = names_args(pod("app", APP), *(f"node-{i:04d}" for i in range(1000)))
+        status, result = env.client.post("filter", many)
+        assert status == 413
+        assert result == {"Error": f"body of {len(json.dumps(many))} bytes exceeds the limit of 4096"}
+        env.client.close()
+        assert env.client.post("filter", names_args(pod("app", APP), "solo"))[0] == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000, b'{"Pod": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001],
+    ids=["list", "object"],
+)
+def test_json_nested_too_deeply_is_a_400_with_a_one_line_reason(env: Env, body: bytes) -> None:
+    status, result = env.client.request("POST", "/filter", body)
+    assert (status, result) == (400, {"Error": "ExtenderArgs: not valid JSON: nested too deeply"})
 
 
 def test_unknown_verbs_and_paths_are_404_with_an_error_field(env: Env) -> None:

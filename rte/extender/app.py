@@ -105,7 +105,12 @@ class ExtenderApp:
                 heartbeat_namespace=self.settings.heartbeat_namespace or None,
             ).start()
             self.service.watch_status = self.feeds.status
-        self.server = ExtenderServer(self.service, self.settings.host, self.settings.port).start()
+        self.server = ExtenderServer(
+            self.service,
+            self.settings.host,
+            self.settings.port,
+            max_body=self.settings.max_request_body,
+        ).start()
         if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
             self._resyncer.start()

@@ -30,9 +30,11 @@ behaviour by default (see :class:`~rte.consumer.cacheconfig.CacheConfig` for the
 | ``--load-score-factor F`` | ``load.score_factor`` | 0.5 |
 
 and ``--kubelet-accurate-sidecars`` (account sidecars as the kubelet does, see
-:mod:`rte.consumer.filter`), ``--listen``, ``--kubeconfig``, ``--heartbeat-namespace`` (where
-the agents renew their Leases; empty disables the Lease watch) and ``--nrt-file`` (serve NRTs
-from files, with no cluster: for trying it out and for tests).
+:mod:`rte.consumer.filter`), ``--max-request-body`` (the largest request body accepted, a
+quantity such as ``32Mi``; see ``rte.extender.server.DEFAULT_MAX_BODY``), ``--listen``,
+``--kubeconfig``, ``--heartbeat-namespace`` (where the agents renew their Leases; empty
+disables the Lease watch) and ``--nrt-file`` (serve NRTs from files, with no cluster: for trying
+it out and for tests).
 
 ``--discard-reserved`` is accepted for parity, but an extender is told of a placement only once
 the pod is bound, which is when DiscardReserved stops blocking the node: behind an extender it
@@ -65,7 +67,9 @@ from rte.consumer.cacheconfig import (
 from rte.consumer.score import ScoringStrategy
 from rte.durations import parse_duration
 from rte.errors import ConfigError
+from rte.extender.server import DEFAULT_MAX_BODY
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
+from rte.model.quantity import ceil_value, parse_quantity
 
 DEFAULT_LISTEN = ":8888"
 ENV_PREFIX = "RTE_EXTENDER_"
@@ -81,6 +85,7 @@ class ExtenderSettings:
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
     nrt_files: tuple[Path, ...] = ()
     kubelet_accurate_sidecars: bool = False
+    max_request_body: int = DEFAULT_MAX_BODY
 
 
 def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
@@ -115,6 +120,17 @@ def _integer(value: int | str, source: str, *, minimum: int) -> int:
         raise ConfigError(source, f"expected an integer, got {value!r}") from None
     if number < minimum:
         raise ConfigError(source, f"must be at least {minimum}, got {number}")
+    return number
+
+
+def _size(value: int | str, source: str) -> int:
+    """A byte count as a quantity (``32Mi``, ``1000000``), at least 1 KiB."""
+    try:
+        number = ceil_value(parse_quantity(str(value).strip()))
+    except ValueError:
+        raise ConfigError(source, f"expected a size such as 32Mi, got {value!r}") from None
+    if number < 1024:
+        raise ConfigError(source, f"must be at least 1Ki, got {value!r}")
     return number
 
 
@@ -170,6 +186,7 @@ def extender_settings(
     load_thresholds: Sequence[str] = (),
     load_score_factor: float | str = 0.5,
     kubelet_accurate_sidecars: bool = False,
+    max_request_body: int | str = DEFAULT_MAX_BODY,
 ) -> ExtenderSettings:
     """Validate the raw flag values into :class:`ExtenderSettings`."""
     scoring = scoring_strategy(strategy, weights)
@@ -204,4 +221,5 @@ def extender_settings(
         heartbeat_namespace=heartbeat_namespace.strip(),
         nrt_files=tuple(Path(p) for p in nrt_files),
         kubelet_accurate_sidecars=bool(kubelet_accurate_sidecars),
+        max_request_body=_size(max_request_body, "--max-request-body"),
     )
