@@ -19,7 +19,7 @@ from rte import __version__
 from rte.consumer.cacheconfig import CacheMode
 from rte.consumer.caches import make_cache
 from rte.consumer.store import NRTStore, topologies_from_file
-from rte.extender.server import ExtenderServer
+from rte.extender.server import STATE_MAX_AGE, ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.kubeclient import Source, load_api_client
@@ -65,7 +65,9 @@ class _Resyncer:
 class ExtenderApp:
     """Everything ``rte extender`` runs; ``start()`` returns once the HTTP port is bound."""
 
-    def __init__(self, settings: ExtenderSettings, *, api_client: Any = None) -> None:
+    def __init__(
+        self, settings: ExtenderSettings, *, api_client: Any = None, state_max_age: float = STATE_MAX_AGE
+    ) -> None:
         self.settings = settings
         self.store = NRTStore()
         self.cache = make_cache(settings.cache, self.store)
@@ -78,6 +80,7 @@ class ExtenderApp:
             kubelet_accurate_sidecars=settings.kubelet_accurate_sidecars,
         )
         self._api_client = api_client
+        self._state_max_age = state_max_age
         self.feeds: Any = None
         self.server: ExtenderServer | None = None
         self._resyncer: _Resyncer | None = None
@@ -110,6 +113,7 @@ class ExtenderApp:
             self.settings.host,
             self.settings.port,
             max_body=self.settings.max_request_body,
+            state_max_age=self._state_max_age,
         ).start()
         if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
