@@ -41,13 +41,16 @@ from rte.runtime.httpwire import JSON, MiB, Request, Response, json_response
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY = 32 * MiB
-"""Bytes. With ``nodeCacheCapable: true`` (names only) 5000 nodes take ~100 KiB. Whole Node
-objects (``nodeCacheCapable: false``) take ~600 bytes each when minimal (~3 MiB for 5000), but a
-real Node carries ``status.images`` (up to 50 entries by default) and is more like 5 KiB, which
-makes 32 MiB the size of 5000 real nodes sent at once (``percentageOfNodesToScore: 100``; the
-default sends at most 10 % of a 5000-node cluster, kubernetes/kubernetes
-``pkg/scheduler/schedule_one.go`` numFeasibleNodesToFind). Parsed, 32 MiB of JSON is a few hundred
-MiB of Python objects, so larger bodies are refused rather than risk the extender's memory."""
+"""Bytes. With ``nodeCacheCapable: true`` (names only, the deployed configuration) 5000 nodes
+take ~100 KiB. Whole Node objects (``nodeCacheCapable: false``) take ~600 bytes each when
+minimal (~3 MiB for 5000), and 5-10 KiB when real, since a Node lists up to 50 of its images by
+default. The scheduler sends the nodes that passed its own filters, by default at most 10 % of a
+5000-node cluster (kubernetes/kubernetes ``pkg/scheduler/schedule_one.go``,
+numFeasibleNodesToFind): 32 MiB leaves a margin of six over 500 real Nodes and ten over 5000
+minimal ones. The bound is memory: parsed, 32 MiB of JSON is some 300 MiB of Python objects,
+within the 1 GiB limit of ``deploy/scheduler-extender.yaml``. Whole-Node mode with
+``percentageOfNodesToScore: 100`` in a cluster of thousands needs ``--max-request-body`` (and
+the memory limit) raised together."""
 
 STATE_MAX_AGE = 1.0
 """Seconds: how old the ``/state`` snapshot may get before a reader refreshes it."""
