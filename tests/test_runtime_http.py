@@ -93,10 +93,10 @@ def test_three_hundred_idle_connections_cost_no_thread_and_a_new_client_is_still
     idle = [connect(server) for _ in range(300)]
     try:
         time.sleep(0.3)  # let the server accept them all
-        assert threading.active_count() == threads
+        assert threading.active_count() <= threads
         # Beyond max_connections the longest-waiting connection makes room for the new one.
         assert get(server) == 200
-        assert threading.active_count() == threads
+        assert threading.active_count() <= threads
     finally:
         for sock in idle:
             sock.close()

@@ -76,7 +76,7 @@ class Limits:
 
 
 class _Conn:
-    __slots__ = ("buf", "deadline", "draining", "peer", "served", "since", "sock", "started")
+    __slots__ = ("buf", "deadline", "draining", "peer", "since", "sock", "started")
 
     def __init__(self, sock: socket.socket, peer: str, now: float, deadline: float) -> None:
         self.sock = sock
@@ -85,7 +85,6 @@ class _Conn:
         self.since = now
         self.deadline = deadline
         self.started: float | None = None
-        self.served = 0
         self.draining = False
 
 
@@ -191,14 +190,18 @@ class HttpServer:
             if self._waiting:
                 soonest = min(c.deadline for c in self._waiting.values())
                 timeout = min(timeout, max(0.0, soonest - time.monotonic()))
-            for key, _ in self._selector.select(timeout):
-                if key.fileobj is self._listener:
-                    self._accept()
-                elif key.fileobj is self._wake_r:
-                    self._adopt_returned()
-                else:
-                    self._readable(key.data)
-            self._expire(time.monotonic())
+            try:
+                for key, _ in self._selector.select(timeout):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    elif key.fileobj is self._wake_r:
+                        self._adopt_returned()
+                    else:
+                        self._readable(key.data)
+                self._expire(time.monotonic())
+            except Exception:  # a bug here must not stop the server; the loop goes on
+                log.exception("http: dispatcher error")
+                time.sleep(0.1)
 
     def _accept(self) -> None:
         while True:
@@ -285,10 +288,16 @@ class HttpServer:
                 self._drop(conn)  # idle, half-open, or done lingering
 
     def _refuse(self, conn: _Conn, status: int, message: str) -> None:
-        """Answer a waiting connection with an error, without blocking, and close it."""
-        with contextlib.suppress(OSError):
+        """Answer a waiting connection with an error, without blocking, then linger and close it."""
+        try:
             conn.sock.send(self._encode(self._errors(status, message), keep_alive=False, head_only=False)[0])
-        self._drop(conn)
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self._drop(conn)
+            return
+        conn.buf.clear()
+        conn.draining = True
+        conn.deadline = time.monotonic() + _LINGER
 
     def _drop(self, conn: _Conn) -> None:
         if conn.sock.fileno() in self._waiting:
@@ -377,7 +386,6 @@ class HttpServer:
                 reason,
             )
             return None
-        conn.served += 1
         return keep_alive
 
     def _continue(self, version: str, headers: Message, conn: _Conn) -> None:
