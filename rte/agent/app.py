@@ -40,7 +40,7 @@ from rte.settings_loader import parse_address
 log = logging.getLogger("rte.agent")
 
 DEVICE_PLUGINS_DIR = "device-plugins"
-USER_AGENT = f"rte-agent/{__version__}"
+AGENT_USER_AGENT = f"rte-agent/{__version__}"
 CLOSE_TIMEOUT = 0.5
 """Seconds the clients get to close before the process exits anyway (see :func:`close_within`)."""
 
@@ -149,7 +149,7 @@ class _Cluster:
             sources=(Source.IN_CLUSTER,),
             qps=s.api_qps,
             timeout=s.api_timeout,
-            user_agent=USER_AGENT,
+            user_agent=AGENT_USER_AGENT,
         )
         self.publisher: Publishing = Publisher(
             self.api,

@@ -17,7 +17,7 @@ from rte.agent.status import AgentStatus
 from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import Request, Response, plain_error, text_response
 
-LIMITS = Limits(max_body=64 * 1024, workers=2, max_connections=64)
+HEALTH_LIMITS = Limits(max_body=64 * 1024, workers=2, max_connections=64)
 """Probes and a scraper: two workers; no endpoint takes a body."""
 
 
@@ -51,7 +51,7 @@ class HealthServer(HttpServer):
         registry: Registry,
         *,
         clock: Callable[[], float] = time.monotonic,
-        limits: Limits = LIMITS,
+        limits: Limits = HEALTH_LIMITS,
     ) -> None:
         super().__init__(
             host,

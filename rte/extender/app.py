@@ -27,7 +27,7 @@ from rte.runtime.signals import SignalWaiter
 
 log = logging.getLogger(__name__)
 
-USER_AGENT = f"rte-extender/{__version__}"
+EXTENDER_USER_AGENT = f"rte-extender/{__version__}"
 API_QPS = 50.0
 """Client-side pacing of the extender's apiserver requests (lists, relists and watches of NRTs,
 pods and Leases): kube-scheduler's own ``clientConnection`` default, the same order of traffic."""
@@ -99,7 +99,7 @@ class ExtenderApp:
                 sources=(Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG),
                 qps=API_QPS,
                 timeout=API_TIMEOUT,
-                user_agent=USER_AGENT,
+                user_agent=EXTENDER_USER_AGENT,
             )
             self.feeds = ClusterFeeds(
                 api_client,

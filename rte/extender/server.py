@@ -55,7 +55,7 @@ the memory limit) raised together."""
 STATE_MAX_AGE = 1.0
 """Seconds: how old the ``/state`` snapshot may get before a reader refreshes it."""
 
-LIMITS = Limits(max_body=DEFAULT_MAX_BODY, read_timeout=10.0)
+EXTENDER_LIMITS = Limits(max_body=DEFAULT_MAX_BODY, read_timeout=10.0)
 """kube-scheduler gives up on a call after its ``httpTimeout`` (5 s by default): a request still
 arriving after 10 s is one nobody waits for, and it would hold one of the workers."""
 
@@ -183,7 +183,7 @@ class ExtenderServer(HttpServer):
         *,
         max_body: int = DEFAULT_MAX_BODY,
         state_max_age: float = STATE_MAX_AGE,
-        limits: Limits = LIMITS,
+        limits: Limits = EXTENDER_LIMITS,
     ) -> None:
         self.service = service
         self.snapshots = StateSnapshots(service, state_max_age)
