@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import selectors
 import socket
@@ -115,7 +116,8 @@ class HttpServer:
         try:
             self._listener = socket.create_server((host, port), family=family, backlog=128)
         except OSError as e:
-            raise ConfigError(setting, f"cannot listen on {host}:{port}: {e.strerror or e}") from e
+            reason = os.strerror(e.errno) if e.errno else str(e)  # create_server adds the address again
+            raise ConfigError(setting, f"cannot listen on {host}:{port}: {reason}") from e
         self._listener.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
