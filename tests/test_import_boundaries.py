@@ -1,6 +1,7 @@
 """Import boundaries at run time: what importing a package really loads, and who imports whom
 where a layer contract cannot say it (nothing but tests and people import the test doubles in
-rte.testing; nothing below the command line imports it).
+rte.testing; nothing below the command line imports it; the daemons' plumbing, rte.runtime,
+loads the Kubernetes client only on demand).
 
 ``lint-imports`` (the contracts in pyproject.toml) checks the import statements of rte; it cannot
 see what third-party packages import in turn, nor imports made by name at run time. Here each
@@ -21,8 +22,10 @@ import rte
 import rte.agent
 import rte.consumer
 import rte.model
+import rte.runtime
 
-EDGES = ("rte.agent", "rte.host", "rte.podres", "grpc", "kubernetes")
+EDGES = ("rte.agent", "rte.host", "rte.podres", "rte.runtime", "grpc", "kubernetes")
+ABOVE_RUNTIME = ("rte.agent", "rte.extender", "rte.consumer", "rte.sim", "rte.commands", "rte.cli")
 
 
 def _loaded_after_importing(modules: list[str]) -> list[str]:
@@ -51,8 +54,10 @@ def _loaded_after_importing(modules: list[str]) -> list[str]:
         ),
         # The agent stays light: none of its dependencies may drag NumPy in either.
         (rte.agent, {"rte.agent.loop", "rte.agent.publisher", "rte.agent.podwatch"}, ("numpy", "matplotlib")),
+        # The daemons' plumbing sits below them and loads the Kubernetes client only on demand.
+        (rte.runtime, {"rte.runtime.ratelimit", "rte.runtime.reflector"}, (*ABOVE_RUNTIME, "kubernetes")),
     ],
-    ids=["model", "consumer", "agent"],
+    ids=["model", "consumer", "agent", "runtime"],
 )
 def test_package_imports_nothing_beyond_its_boundary(
     package: object, must_have: set[str], forbidden: tuple[str, ...]

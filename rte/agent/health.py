@@ -1,64 +1,46 @@
-"""A small HTTP server for probes and scraping: ``/healthz``, ``/readyz``, ``/metrics``.
+"""The agent's probes and scraping endpoint: ``/healthz``, ``/readyz``, ``/metrics``.
 
 Probes answer 200 or 503 with a one-line reason in the body (``kubectl describe`` shows it), from
-:class:`~rte.agent.status.AgentStatus`. The server runs in daemon threads and never touches the
-loop's state beyond those thread-safe reads, so a hung scraper cannot slow the agent.
+:class:`~rte.agent.status.AgentStatus`. The server (:mod:`rte.runtime.httpserver`) runs in its own
+threads and never touches the loop's state beyond those thread-safe reads, so a hung scraper
+cannot slow the agent.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from rte import __version__
 from rte.agent.metrics import CONTENT_TYPE, Registry
 from rte.agent.status import AgentStatus
-from rte.errors import ConfigError
+from rte.runtime.httpserver import HttpServer, Limits
+from rte.runtime.httpwire import HttpRequest, Response, plain_error, text_response
 
-log = logging.getLogger(__name__)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    status: AgentStatus
-    registry: Registry
-    clock: Callable[[], float]
+HEALTH_LIMITS = Limits(max_body=64 * 1024, workers=2, max_connections=64)
+"""Probes and a scraper: two workers; no endpoint takes a body."""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
+def health_handler(
+    status: AgentStatus, registry: Registry, clock: Callable[[], float]
+) -> Callable[[HttpRequest], Response]:
+    def handle(request: HttpRequest) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return plain_error(501, f"unsupported method {request.method!r}")
+        if request.path == "/healthz":
+            ok, reason = status.liveness(clock())
+            return text_response(200 if ok else 503, reason + "\n")
+        if request.path == "/readyz":
+            ok, reason = status.readiness(clock())
+            return text_response(200 if ok else 503, reason + "\n")
+        if request.path == "/metrics":
+            return text_response(200, registry.expose(), CONTENT_TYPE)
+        return text_response(404, "not found: try /healthz, /readyz or /metrics\n")
 
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        now = self.server.clock()
-        if path == "/healthz":
-            ok, reason = self.server.status.liveness(now)
-            self._send(200 if ok else 503, reason + "\n", "text/plain; charset=utf-8")
-        elif path == "/readyz":
-            ok, reason = self.server.status.readiness(now)
-            self._send(200 if ok else 503, reason + "\n", "text/plain; charset=utf-8")
-        elif path == "/metrics":
-            self._send(200, self.server.registry.expose(), CONTENT_TYPE)
-        else:
-            self._send(404, "not found: try /healthz, /readyz or /metrics\n", "text/plain; charset=utf-8")
-
-    def _send(self, code: int, body: str, content_type: str) -> None:
-        data = body.encode("utf-8")
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("http %s - %s", self.address_string(), format % args)
+    return handle
 
 
-class HealthServer:
+class HealthServer(HttpServer):
     """Serves until :meth:`stop`; ``port`` is the bound port (useful with port 0)."""
 
     def __init__(
@@ -69,29 +51,17 @@ class HealthServer:
         registry: Registry,
         *,
         clock: Callable[[], float] = time.monotonic,
+        limits: Limits = HEALTH_LIMITS,
     ) -> None:
-        try:
-            self._httpd = _Server((host, port), _Handler)
-        except OSError as e:
-            raise ConfigError("http_address", f"cannot listen on {host}:{port}: {e.strerror or e}") from e
-        self._httpd.status = status
-        self._httpd.registry = registry
-        self._httpd.clock = clock
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        super().__init__(
+            host,
+            port,
+            health_handler(status, registry, clock),
+            limits=limits,
+            server_name=f"rte-agent/{__version__}",
+            setting="http_address",
+        )
 
     def start(self) -> HealthServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="rte-http", daemon=True
-        )
-        self._thread.start()
+        super().start()
         return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(2.0)

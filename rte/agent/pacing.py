@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from rte.ratelimit import backoff_delay
+from rte.runtime.ratelimit import backoff_delay
 
 
 class Coalescer:

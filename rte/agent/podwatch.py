@@ -1,7 +1,7 @@
 """The pods bound to this node, kept current by a node-scoped list + watch.
 
 The spec-based fingerprint rule needs pod specs (QoS, integral CPU requests), which the kubelet's
-podresources API does not give. One :class:`~rte.reflector.Reflector` thread lists ``pods`` with
+podresources API does not give. One :class:`~rte.runtime.reflector.Reflector` thread lists ``pods`` with
 ``fieldSelector=spec.nodeName=<node>`` and then watches from the list's resourceVersion:
 
 * the list asks for ``resourceVersion=0`` so the apiserver answers from its watch cache (indexed
@@ -24,10 +24,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rte.agent.kube import raw_get
 from rte.errors import InputError
 from rte.model.pod import Pod, PodKey, pod_from_manifest
-from rte.reflector import Obj, Reflector
+from rte.runtime.kubeclient import raw_get
+from rte.runtime.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
 

@@ -37,12 +37,12 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
-from rte.agent.kube import raw_get
 from rte.agent.nrtpatch import merge_patch
 from rte.agent.retry import ApiRetryBackoff, Failure, classify, describe, is_api_error
 from rte.errors import PublishError, UnavailableError
 from rte.model.nrt import GROUP, PLURAL, VERSION, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
+from rte.runtime.kubeclient import raw_get
 
 log = logging.getLogger(__name__)
 

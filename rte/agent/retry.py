@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from rte.ratelimit import backoff_delay
+from rte.runtime.ratelimit import backoff_delay
 
 
 class Failure(Enum):

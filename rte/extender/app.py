@@ -1,7 +1,8 @@
 """``rte extender``: the store, the cache, the feeds, the resync timer and the HTTP server, wired.
 
 :class:`ExtenderApp` starts everything in background threads and stops it again (tests use it
-directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGINT.
+directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGINT
+(:class:`~rte.runtime.signals.SignalWaiter`).
 
 The reserve cache is resynced every ``cacheResyncPeriodSeconds`` (OverReserve only; the other
 caches have nothing to resync), and once as soon as the pod list has synced, as the cache
@@ -11,41 +12,27 @@ expects at start.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
-import time
-from types import FrameType
 from typing import Any
 
+from rte import __version__
 from rte.consumer.cache.config import CacheMode
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore, topologies_from_file
-from rte.errors import ConfigError
-from rte.extender.server import ExtenderServer
+from rte.extender.server import STATE_MAX_AGE, ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
+from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.signals import SignalWaiter
 
 log = logging.getLogger(__name__)
 
-
-def load_api_client(kubeconfig: str | None) -> Any:
-    """A Kubernetes ``ApiClient`` from ``kubeconfig``, else in-cluster, else the default kubeconfig.
-
-    The default is ``$KUBECONFIG`` or ``~/.kube/config``, as for kubectl.
-    """
-    from kubernetes import client, config
-
-    try:
-        if kubeconfig:
-            return config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        if os.environ.get("KUBERNETES_SERVICE_HOST"):
-            configuration = client.Configuration()
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return client.ApiClient(configuration)
-        return config.new_client_from_config()  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as e:
-        raise ConfigError("--kubeconfig", f"cannot load a Kubernetes client configuration: {e}") from e
+EXTENDER_USER_AGENT = f"rte-extender/{__version__}"
+API_QPS = 50.0
+"""Client-side pacing of the extender's apiserver requests (lists, relists and watches of NRTs,
+pods and Leases): kube-scheduler's own ``clientConnection`` default, the same order of traffic."""
+API_TIMEOUT = 10.0
+"""Seconds; bounds requests that set no timeout of their own (the watches set theirs)."""
 
 
 class _Resyncer:
@@ -78,7 +65,9 @@ class _Resyncer:
 class ExtenderApp:
     """Everything ``rte extender`` runs; ``start()`` returns once the HTTP port is bound."""
 
-    def __init__(self, settings: ExtenderSettings, *, api_client: Any = None) -> None:
+    def __init__(
+        self, settings: ExtenderSettings, *, api_client: Any = None, state_max_age: float = STATE_MAX_AGE
+    ) -> None:
         self.settings = settings
         self.store = NRTStore()
         self.cache = make_cache(settings.cache, self.store)
@@ -91,6 +80,7 @@ class ExtenderApp:
             kubelet_accurate_sidecars=settings.kubelet_accurate_sidecars,
         )
         self._api_client = api_client
+        self._state_max_age = state_max_age
         self.feeds: Any = None
         self.server: ExtenderServer | None = None
         self._resyncer: _Resyncer | None = None
@@ -104,7 +94,13 @@ class ExtenderApp:
         else:
             from rte.extender.watch import ClusterFeeds
 
-            api_client = self._api_client or load_api_client(self.settings.kubeconfig)
+            api_client = self._api_client or load_api_client(
+                self.settings.kubeconfig,
+                sources=(Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG),
+                qps=API_QPS,
+                timeout=API_TIMEOUT,
+                user_agent=EXTENDER_USER_AGENT,
+            )
             self.feeds = ClusterFeeds(
                 api_client,
                 self.store,
@@ -112,7 +108,13 @@ class ExtenderApp:
                 heartbeat_namespace=self.settings.heartbeat_namespace or None,
             ).start()
             self.service.watch_status = self.feeds.status
-        self.server = ExtenderServer(self.service, self.settings.host, self.settings.port).start()
+        self.server = ExtenderServer(
+            self.service,
+            self.settings.host,
+            self.settings.port,
+            max_body=self.settings.max_request_body,
+            state_max_age=self._state_max_age,
+        ).start()
         if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
             self._resyncer.start()
@@ -141,20 +143,10 @@ class ExtenderApp:
 
 def run_extender(settings: ExtenderSettings) -> None:
     """Run until SIGTERM or SIGINT."""
-    received: list[int] = []
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        # Only record it: the handler runs in the main thread between two bytecodes, possibly
-        # while that thread holds a lock (an Event's, say), so taking any lock here can deadlock.
-        received.append(signum)
-
-    app = ExtenderApp(settings).start()
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        while not received:
-            time.sleep(0.2)  # a signal interrupts the sleep; the loop then sees it
-        log.info("received %s: shutting down", signal.Signals(received[0]).name)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        app.stop()
+    with SignalWaiter() as signals:
+        app = ExtenderApp(settings).start()
+        try:
+            signals.wait()
+            log.info("received %s: shutting down", signals.name)
+        finally:
+            app.stop()

@@ -47,7 +47,9 @@ from rte.consumer.cache.config import (
 )
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES, parse_weight, weight_table
 from rte.errors import ConfigError
+from rte.extender.server import DEFAULT_MAX_BODY
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE, ZONE_CPU_UTILIZATION
+from rte.model.quantity import ceil_value, parse_quantity
 from rte.model.vocabulary import InformerMode
 from rte.settings.loader import load
 from rte.settings.schema import (
@@ -67,6 +69,17 @@ from rte.settings.schema import (
 
 if TYPE_CHECKING:
     from rte.consumer.score import ScoringStrategy
+
+
+def parse_size(value: str, source: str = "--max-request-body") -> int:
+    """A byte count as a quantity (``32Mi``, ``1000000``), at least 1 KiB."""
+    try:
+        number = ceil_value(parse_quantity(str(value).strip()))
+    except ValueError:
+        raise ConfigError(source, f"expected a size such as 32Mi, got {value!r}") from None
+    if number < 1024:
+        raise ConfigError(source, f"must be at least 1Ki, got {value!r}")
+    return number
 
 
 def parse_listen(text: str, source: str = "--listen") -> tuple[str, int]:
@@ -163,6 +176,8 @@ class ExtenderOptions:
     """Score mode: the factor applied to a node whose chosen zone is busy."""
     kubelet_accurate_sidecars: bool = field(default=False, metadata=setting(BOOL))
     """Account sidecar containers as the kubelet does (the reference treats them as init containers)."""
+    max_request_body: str = field(default="32Mi", metadata=setting(STR, check=parse_size, metavar="SIZE"))
+    """Largest request body accepted, a quantity (32Mi); larger ones are answered 413 before they are read."""
     nrt_files: tuple[Path, ...] = field(
         default=(), metadata=setting(LIST, flag="nrt-file", item=Spec(PATH), metavar="NRT.yaml")
     )
@@ -189,6 +204,7 @@ class ExtenderSettings:
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
     nrt_files: tuple[Path, ...] = ()
     kubelet_accurate_sidecars: bool = False
+    max_request_body: int = DEFAULT_MAX_BODY
 
 
 def resolve(options: ExtenderOptions) -> ExtenderSettings:
@@ -232,6 +248,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         heartbeat_namespace=options.heartbeat_namespace.strip(),
         nrt_files=options.nrt_files,
         kubelet_accurate_sidecars=options.kubelet_accurate_sidecars,
+        max_request_body=parse_size(options.max_request_body),
     )
 
 

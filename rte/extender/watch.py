@@ -1,6 +1,6 @@
 """What the extender watches through the Kubernetes client: NRTs, pods, and the agents' Leases.
 
-:class:`ClusterFeeds` runs three :class:`~rte.reflector.Reflector` loops feeding the
+:class:`ClusterFeeds` runs three :class:`~rte.runtime.reflector.Reflector` loops feeding the
 :class:`~rte.consumer.store.NRTStore` (NRTs, v1alpha2), the
 :class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the store's heartbeats
 (Leases in the agents' namespace).
@@ -18,7 +18,7 @@ from rte.errors import InputError
 from rte.extender.service import ExtenderService
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
-from rte.reflector import Obj, Reflector
+from rte.runtime.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
 

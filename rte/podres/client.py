@@ -27,7 +27,7 @@ from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.podres import convert
 from rte.podres.types import AllocatableResources, PodResources
 from rte.podres.v1 import api_pb2
-from rte.ratelimit import TokenBucket
+from rte.runtime.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message

@@ -39,7 +39,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from rte.podres.v1 import api_pb2
-from rte.ratelimit import TokenBucket
+from rte.runtime.ratelimit import TokenBucket
 
 SERVICE = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
 METHODS = ("List", "GetAllocatableResources", "Get")

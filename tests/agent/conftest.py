@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rte.agent.kube import load_api_client
+from rte.runtime.kubeclient import load_api_client
 from rte.testing.apiserver import FakeApiServer
 
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from rte.agent.kube import load_api_client
 from rte.agent.nrtpatch import merge_patch
 from rte.agent.publisher import Publisher, PublishOutcome
 from rte.errors import PublishError, UnavailableError
 from rte.model import attributes as names
 from rte.model.nrt import PLURAL, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
+from rte.runtime.kubeclient import load_api_client
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import NODE, topology, wait_until, with_pods
 from tests.helpers.nrt_schema import schema_errors

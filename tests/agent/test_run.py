@@ -1,10 +1,14 @@
-"""`rte run --once` through the CLI (no cluster), and the agent's log formats."""
+"""`rte run --once` through the CLI (no cluster), the agent's app run in-process against the
+apiserver double, and the agent's log formats."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +16,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from rte.agent.app import AgentApp
 from rte.agent.logs import configure_logging
+from rte.agent.settings import load_settings
 from rte.cli import main
+from rte.testing.apiserver import FakeApiServer
 from rte.testing.fake_kubelet import FakeKubelet
+from tests.helpers.agent_api import wait_until
 from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
 SYSFS, SCENARIO, CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
@@ -73,6 +81,45 @@ def test_once_with_a_broken_sysfs_root_is_an_input_error(tmp_path: Path) -> None
     assert err.strip().splitlines()[-1] == f"rte: error: {tmp_path}: not a sysfs root: neither" + (
         " devices/system/node nor devices/system/cpu exists"
     )
+
+
+def test_the_agent_app_publishes_serves_its_probes_and_stops_within_its_shutdown_timeout(
+    fake_apiserver: FakeApiServer, kube_api_client: object, tmp_path: Path
+) -> None:
+    fake_apiserver.register_node("n1")
+    flags = {
+        "node_name": "n1",
+        "sysfs_root": str(SYSFS),
+        "podresources": str(SCENARIO),
+        "kubelet_config": str(CONFIG),
+        "notify_file": str(tmp_path / "notify"),
+        "watch_kubelet_state": False,
+        "http_address": "127.0.0.1:0",
+        "shutdown_timeout": "3s",
+    }
+    app = AgentApp(load_settings(env={}, flags=flags), api_client=kube_api_client).start()
+    try:
+        assert app.health is not None
+        url = f"http://127.0.0.1:{app.health.port}"
+        wait_until(lambda: fake_apiserver.nrt("n1") is not None, what="the first publish")
+        wait_until(lambda: _status(url + "/readyz") == 200, what="readiness")
+        assert _status(url + "/healthz") == 200
+        metrics = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+        assert 'rte_agent_nrt_writes_total{outcome="created"} 1' in metrics
+    finally:
+        started = time.monotonic()
+        app.stop()
+    assert time.monotonic() - started < 3 + 1
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url + "/healthz", timeout=2)
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 def test_json_logs_carry_time_level_logger_message_and_fields() -> None:

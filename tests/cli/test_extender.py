@@ -70,6 +70,8 @@ from tests.helpers.paths import REPO
         (["--load-threshold", "cpu=101"], {}, "rte: error: --load-threshold: expected ATTRIBUTE=PERCENT"),
         (["--load-score-factor", "2"], {}, "rte: error: --load-score-factor: must be at most 1, got 2"),
         ([], {"RTE_EXTENDER_LOAD_MODE": "hot"}, "rte: error: RTE_EXTENDER_LOAD_MODE: 'hot' is not one of"),
+        (["--max-request-body", "lots"], {}, "rte: error: --max-request-body: expected a size such as 32Mi"),
+        (["--max-request-body", "100"], {}, "rte: error: --max-request-body: must be at least 1Ki"),
     ],
 )
 def test_bad_settings_are_one_line_errors_with_exit_status_2(

@@ -36,7 +36,7 @@ def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[Extend
         listen="127.0.0.1:0",
         kubeconfig=str(fake_kubeconfig),
     )
-    extender = ExtenderApp(settings).start()
+    extender = ExtenderApp(settings, state_max_age=0).start()  # /state as of now
     try:
         yield extender
     finally:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,9 @@ class Env:
     client: Client
 
 
-def _env(*, period: str = "5", ready: bool = True, **options: object) -> Iterator[Env]:
+def _env(
+    *, period: str = "5", ready: bool = True, state_max_age: float = 0, **options: object
+) -> Iterator[Env]:
     settings = extender_settings(cache_resync_period=period, scheduler_profiles=[PROFILE], **options)  # type: ignore[arg-type]
     store = NRTStore()
     for obj in (WORKER_A, WORKER_B, SOLO):
@@ -56,7 +60,9 @@ def _env(*, period: str = "5", ready: bool = True, **options: object) -> Iterato
     if ready:
         service.nrt_synced.set()
         service.replace_pods([])
-    server = ExtenderServer(service, "127.0.0.1", 0).start()
+    server = ExtenderServer(
+        service, "127.0.0.1", 0, max_body=settings.max_request_body, state_max_age=state_max_age
+    ).start()
     client = Client(server.url)
     try:
         yield Env(store, service, server, client)
@@ -161,6 +167,26 @@ def test_a_bad_request_is_a_400_with_an_error_field(env: Env, body: bytes, error
         assert status == 400
         assert set(result) == {"Error"}
         assert result["Error"].startswith(error)
+
+
+def test_a_body_over_the_configured_limit_is_a_413_from_its_content_length() -> None:
+    for env in _env(max_request_body="4Ki"):
+        many = names_args(pod("app", APP), *(f"node-{i:04d}" for i in range(1000)))
+        status, result = env.client.post("filter", many)
+        assert status == 413
+        assert result == {"Error": f"body of {len(json.dumps(many))} bytes exceeds the limit of 4096"}
+        env.client.close()
+        assert env.client.post("filter", names_args(pod("app", APP), "solo"))[0] == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000, b'{"Pod": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001],
+    ids=["list", "object"],
+)
+def test_json_nested_too_deeply_is_a_400_with_a_one_line_reason(env: Env, body: bytes) -> None:
+    status, result = env.client.request("POST", "/filter", body)
+    assert (status, result) == (400, {"Error": "ExtenderArgs: not valid JSON: nested too deeply"})
 
 
 def test_unknown_verbs_and_paths_are_404_with_an_error_field(env: Env) -> None:
@@ -315,6 +341,59 @@ def test_state_dump_covers_every_node_or_one(env: Env) -> None:
     }
     _, none = env.client.get("/state?node=nowhere")
     assert none["cache"]["nodes"] == {}
+
+
+@pytest.fixture
+def snapshot_env() -> Iterator[Env]:
+    """/state snapshots that never age within a test."""
+    yield from _env(state_max_age=3600)
+
+
+def test_state_is_served_from_a_snapshot_without_taking_the_cache_lock(snapshot_env: Env) -> None:
+    # /filter needs the cache's lock; /state readers must never hold it while they are served.
+    env = snapshot_env
+    assert env.client.get("/state")[0] == 200  # the first reader takes the snapshot
+    answers: list[tuple[int, Any]] = []
+
+    def read() -> None:
+        answers.extend([env.client.get("/state"), env.client.get("/state?node=solo")])
+
+    with env.service.cache._lock:  # type: ignore[attr-defined]
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive(), "/state waited for the cache lock"
+    (full_status, full), (one_status, one) = answers
+    assert (full_status, one_status) == (200, 200)
+    assert sorted(full["cache"]["nodes"]) == ["solo", "worker-a", "worker-b"]
+    assert list(one["cache"]["nodes"]) == ["solo"]
+
+
+def test_many_state_readers_take_one_snapshot_per_period(snapshot_env: Env) -> None:
+    env = snapshot_env
+    taken: list[str | None] = []
+    state = env.service.state
+
+    def counted(node: str | None = None) -> dict[str, Any]:
+        taken.append(node)
+        return state(node)
+
+    env.service.state = counted  # type: ignore[method-assign]
+
+    statuses: list[int] = []
+
+    def read() -> None:
+        c = Client(env.server.url)
+        statuses.extend(c.get("/state?node=solo")[0] for _ in range(5))
+        c.close()
+
+    readers = [threading.Thread(target=read) for _ in range(8)]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join(30)
+    assert statuses == [200] * 40
+    assert taken == [None]
 
 
 def test_passthrough_mode_dumps_the_zones_it_serves() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rte.ratelimit import TokenBucket
+from rte.runtime.ratelimit import TokenBucket
 from tests.helpers.clock import FakeClock
 
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from rte.errors import InputError
-from rte.ratelimit import backoff_delay
+from rte.runtime.ratelimit import backoff_delay
 
 log = logging.getLogger(__name__)
 

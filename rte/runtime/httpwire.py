@@ -1,0 +1,233 @@
+"""HTTP/1.1 messages for :mod:`rte.runtime.httpserver`: requests in, responses out, by the rules.
+
+No sockets are opened here; the body reader reads from the connection it is given, by a deadline.
+Parsing follows RFC 9112 where a mistake would matter: ``Content-Length`` must be plain digits
+(``int()`` would also take ``+5``, `` 5`` or ``5_0``), a request with both ``Transfer-Encoding``
+and ``Content-Length`` is refused (a proxy in front could frame it differently), a body over the
+limit is refused from its declared length before a byte of it is read, and a chunked body is
+counted while it is read and cut at the limit.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import io
+import json
+import re
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.message import Message
+from http import HTTPStatus
+from typing import Any
+
+MiB = 1024 * 1024
+TEXT = "text/plain; charset=utf-8"
+JSON = "application/json"
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_INLINE_BODY = 64 * 1024
+"""Bodies up to this size are sent in one piece with the head (one packet with TCP_NODELAY)."""
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    path: str
+    query: str
+    headers: Message
+    body: bytes
+    peer: str
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str = TEXT
+
+
+def json_response(status: int, obj: Any) -> Response:
+    return Response(status, json.dumps(obj, separators=(",", ":")).encode(), JSON)
+
+
+def text_response(status: int, text: str, content_type: str = TEXT) -> Response:
+    return Response(status, text.encode("utf-8"), content_type)
+
+
+def plain_error(status: int, message: str) -> Response:
+    return text_response(status, message + "\n")
+
+
+Handler = Callable[[HttpRequest], Response]
+ErrorFormat = Callable[[int, str], Response]
+"""How a server words the errors it answers itself (400, 408, 411, 413, 431, 500, ...)."""
+
+
+class HttpError(Exception):
+    """A request this server answers itself, with ``status`` and a one-line message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ClientGone(Exception):
+    """The peer closed or reset the connection, or stopped sending for ``read_timeout``."""
+
+
+def head_end(buf: bytearray) -> int:
+    """The index just past the blank line that ends a request head, or -1."""
+    ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n") if (i := buf.find(sep)) >= 0]
+    if not ends:
+        return -1
+    i, n = min(ends)
+    return i + n
+
+
+class BodyReader:
+    """Reads what follows a request head: buffered bytes first, then the socket, by a deadline."""
+
+    def __init__(self, sock: socket.socket, initial: bytes, deadline: float) -> None:
+        self._sock = sock
+        self._buf = bytearray(initial)
+        self._deadline = deadline
+
+    def _fill(self, wanted: str) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise ClientGone(f"{wanted} not received in time")
+        self._sock.settimeout(left)
+        try:
+            data = self._sock.recv(256 * 1024)
+        except TimeoutError:
+            raise ClientGone(f"{wanted} not received in time") from None
+        except OSError as e:
+            raise ClientGone(f"{type(e).__name__} while reading {wanted}") from e
+        if not data:
+            raise ClientGone(f"connection closed before {wanted} was complete")
+        self._buf += data
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            self._fill(f"a body of {n} bytes (got {len(self._buf)})")
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def readline(self, limit: int) -> bytes:
+        while (i := self._buf.find(b"\n")) < 0:
+            if len(self._buf) > limit:
+                raise HttpError(HTTPStatus.BAD_REQUEST, "malformed chunked body: line too long")
+            self._fill("a chunk")
+        out = bytes(self._buf[: i + 1])
+        del self._buf[: i + 1]
+        return out
+
+    def leftover(self) -> bytes:
+        return bytes(self._buf)
+
+
+def parse_head(head: bytes) -> tuple[str, str, str, Message]:
+    line, _, rest = head.lstrip(b"\r\n").partition(b"\n")
+    parts = line.rstrip(b"\r").decode("latin-1").split(" ")
+    if len(parts) != 3 or not parts[0].isalpha():
+        raise HttpError(HTTPStatus.BAD_REQUEST, f"bad request line {line[:80]!r}")
+    method, target, version = parts
+    if version not in ("HTTP/1.1", "HTTP/1.0"):
+        raise HttpError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"{version[:20]!r} is not HTTP/1.0 or 1.1")
+    try:
+        headers = http.client.parse_headers(io.BytesIO(rest))
+    except http.client.HTTPException as e:
+        raise HttpError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, f"bad header block: {e}") from e
+    return method, target, version, headers
+
+
+def keeps_alive(version: str, headers: Message) -> bool:
+    tokens = {t.strip().lower() for v in headers.get_all("Connection", []) for t in str(v).split(",")}
+    return "close" not in tokens if version == "HTTP/1.1" else "keep-alive" in tokens
+
+
+def read_body(
+    method: str, headers: Message, reader: BodyReader, limit: int, on_continue: Callable[[], None]
+) -> bytes:
+    """The request's body, at most ``limit`` bytes; ``on_continue`` is called before reading one."""
+    framing = headers.get_all("Transfer-Encoding", [])
+    lengths = {str(v).strip() for v in headers.get_all("Content-Length", [])}
+    if framing:
+        if lengths:
+            raise HttpError(HTTPStatus.BAD_REQUEST, "both Transfer-Encoding and Content-Length are set")
+        coding = ",".join(str(v) for v in framing).strip().lower()
+        if coding != "chunked":
+            raise HttpError(HTTPStatus.NOT_IMPLEMENTED, f"unsupported Transfer-Encoding {coding!r}")
+        on_continue()
+        return _chunked(reader, limit)
+    if lengths:
+        text = lengths.pop() if len(lengths) == 1 else ",".join(sorted(lengths))
+        if not _DIGITS.fullmatch(text):
+            raise HttpError(HTTPStatus.BAD_REQUEST, f"bad Content-Length {text[:40]!r}")
+        size = int(text)
+        if size > limit:
+            raise HttpError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {size} bytes exceeds the limit of {limit}"
+            )
+        if size:
+            on_continue()
+        return reader.read(size)
+    if method in ("POST", "PUT", "PATCH"):
+        raise HttpError(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required")
+    return b""
+
+
+def expects_continue(version: str, headers: Message) -> bool:
+    # curl sends "Expect: 100-continue" before bodies over 1 MiB and waits a second for the answer.
+    return version == "HTTP/1.1" and str(headers.get("Expect", "")).lower() == "100-continue"
+
+
+def _chunked(reader: BodyReader, limit: int) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        size_text = reader.readline(1024).split(b";", 1)[0].strip()
+        if not _HEX.fullmatch(size_text):
+            raise HttpError(HTTPStatus.BAD_REQUEST, "malformed chunked body: bad chunk size")
+        size = int(size_text, 16)
+        if size == 0:
+            for _ in range(100):  # trailers, ignored, up to the blank line
+                if not reader.readline(8192).strip():
+                    return b"".join(parts)
+            raise HttpError(HTTPStatus.BAD_REQUEST, "malformed chunked body: too many trailers")
+        total += size
+        if total > limit:
+            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body exceeds the limit of {limit} bytes")
+        parts.append(reader.read(size))
+        if reader.readline(2).strip():
+            raise HttpError(HTTPStatus.BAD_REQUEST, "malformed chunked body: chunk longer than its size")
+
+
+def encode_response(
+    response: Response, *, server: str, keep_alive: bool, head_only: bool = False, version: str = "HTTP/1.1"
+) -> tuple[bytes, bytes]:
+    """The status line and headers (with the body when small), and the rest of the body."""
+    try:
+        phrase = HTTPStatus(response.status).phrase
+    except ValueError:
+        phrase = ""
+    lines = [
+        f"HTTP/1.1 {response.status} {phrase}",
+        f"Server: {server}",
+        f"Date: {email.utils.formatdate(usegmt=True)}",
+        f"Content-Type: {response.content_type}",
+        f"Content-Length: {len(response.body)}",
+    ]
+    if not keep_alive:
+        lines.append("Connection: close")
+    elif version == "HTTP/1.0":
+        lines.append("Connection: keep-alive")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    body = b"" if head_only else response.body
+    if len(body) <= _INLINE_BODY:
+        return head + body, b""
+    return head, body

@@ -1,0 +1,181 @@
+"""One way to build a ``kubernetes.client.ApiClient`` for every rte command that talks to a cluster.
+
+Where the configuration comes from:
+
+* an explicit kubeconfig (``--kubeconfig``) always wins; it must exist;
+* otherwise the caller's ``sources`` are tried in order, each only if it is present:
+  ``IN_CLUSTER`` when ``KUBERNETES_SERVICE_HOST`` is set (a pod's service account), and
+  ``DEFAULT_KUBECONFIG`` when ``$KUBECONFIG`` names an existing file or ``~/.kube/config``
+  exists, as kubectl looks for it. The default order is kubectl's (a kubeconfig, then
+  in-cluster); the agent, a DaemonSet, uses only in-cluster so that a laptop's kubeconfig is
+  never picked up by accident; the extender prefers in-cluster and falls back to the kubeconfig.
+* ``context`` selects a kubeconfig context, like kubectl's ``--context``.
+
+The client's defaults do not suit a daemon that runs for months, so every client gets:
+
+* **no hidden retries**: urllib3 would silently re-send a GET or PUT after a read timeout and
+  count nothing. Retrying belongs to the callers (backoff, jitter, ``Retry-After``, a count);
+* **a timeout on every request** that sets none of its own (watches set theirs): the client's
+  default is none, so one half-open connection could hang a loop forever;
+* **client-side pacing**: a token bucket (``qps`` per second, bursts of ``2 x qps``) in front of
+  every request, like client-go's QPS/burst, so a bug that loops cannot hammer the apiserver.
+
+Every failure is one :class:`~rte.errors.ConfigError` naming the kubeconfig (and context) or the
+in-cluster source. The ``kubernetes`` package is imported only when a client is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from rte import __version__
+from rte.errors import ConfigError
+from rte.runtime.ratelimit import TokenBucket
+
+
+class Source(Enum):
+    """Where the configuration may come from when no kubeconfig is given explicitly."""
+
+    IN_CLUSTER = "in-cluster service account"
+    DEFAULT_KUBECONFIG = "default kubeconfig"
+
+
+KUBECTL_ORDER = (Source.DEFAULT_KUBECONFIG, Source.IN_CLUSTER)
+"""How kubectl (client-go's default loading rules) looks: a kubeconfig first, then in-cluster."""
+
+
+class _PacedPool:
+    """Stands in for the REST client's urllib3 ``PoolManager``: paces and times out each request.
+
+    The generated client ends every call in ``rest_client.pool_manager.request(method, url, ...,
+    timeout=...)``, so this is the one place that sees all traffic, typed calls and raw ones alike.
+    """
+
+    def __init__(self, inner: Any, bucket: TokenBucket | None, timeout: Any) -> None:
+        self._inner = inner
+        self._bucket = bucket
+        self._timeout = timeout
+
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = self._timeout
+        if self._bucket is not None:
+            self._bucket.acquire()
+        return self._inner.request(method, url, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def default_kubeconfig() -> str | None:
+    """kubectl's default: ``$KUBECONFIG`` (a ``:``-separated list) when one of its files exists,
+    else ``~/.kube/config`` when it exists, else None. Read at each call, never at import."""
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        paths = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p]
+        return listed if any(os.path.isfile(p) for p in paths) else None
+    home = os.path.expanduser("~/.kube/config")
+    return home if os.path.isfile(home) else None
+
+
+def _absent(source: Source) -> str:
+    if source is Source.IN_CLUSTER:
+        return "not running in a pod (KUBERNETES_SERVICE_HOST is not set)"
+    return "no $KUBECONFIG or ~/.kube/config"
+
+
+def _pick(kubeconfig: str | None, sources: Sequence[Source]) -> str | None:
+    """The kubeconfig to load, or None for the in-cluster configuration."""
+    if kubeconfig:
+        if not os.path.isfile(kubeconfig):
+            raise ConfigError(kubeconfig, "no such kubeconfig file")
+        return kubeconfig
+    for source in sources:
+        if source is Source.IN_CLUSTER and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            return None
+        if source is Source.DEFAULT_KUBECONFIG and (found := default_kubeconfig()) is not None:
+            return found
+    name = sources[0].value if len(sources) == 1 else "Kubernetes configuration"
+    reasons = "; ".join(_absent(s) for s in sources) or "no source allowed"
+    raise ConfigError(name, f"{reasons}: pass --kubeconfig when running outside a cluster")
+
+
+def load_api_client(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    sources: Sequence[Source] = KUBECTL_ORDER,
+    qps: float = 5.0,
+    timeout: float = 10.0,
+    user_agent: str = f"rte/{__version__}",
+) -> Any:
+    """A configured ``ApiClient`` (see the module's docstring for where its configuration comes from).
+
+    ``qps`` <= 0 turns pacing off. ``timeout`` (seconds) bounds connect and each read of a
+    request that sets no timeout of its own.
+    """
+    import urllib3
+    import yaml
+    from kubernetes import client, config
+
+    path = _pick(kubeconfig, sources)
+    if path is None:
+        if context:
+            raise ConfigError(
+                "--context", f"{context!r} needs a kubeconfig; the in-cluster configuration has none"
+            )
+        where = Source.IN_CLUSTER.value
+    else:
+        where = f"{path} (context {context})" if context else path
+    cfg = client.Configuration()
+    try:
+        if path is None:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        else:
+            config.load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except config.ConfigException as e:
+        raise ConfigError(where, f"cannot load the apiserver configuration: {e}") from e
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as e:
+        # A file that is unreadable or not a kubeconfig at all.
+        raise ConfigError(where, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
+    cfg.retries = False
+    api_client = client.ApiClient(cfg)
+    api_client.user_agent = user_agent
+    bucket = TokenBucket(qps, max(1, round(2 * qps))) if qps > 0 else None
+    rest: Any = api_client.rest_client
+    rest.pool_manager = _PacedPool(rest.pool_manager, bucket, urllib3.Timeout(connect=timeout, read=timeout))
+    return api_client
+
+
+def raw_get(
+    api_client: Any,
+    path: str,
+    query: Sequence[tuple[str, str | int | bool]] = (),
+    *,
+    timeout: float | tuple[float, float] | None = None,
+) -> Any:
+    """GET ``path`` through ``api_client`` and return the undecoded urllib3 response.
+
+    Going through the client's generic request path instead of a generated API class (the
+    agent reads only its own Node and the pods bound to it) keeps the generated core client,
+    about 20 MiB of resident memory, out of the process. A non-2xx answer raises the client's
+    ``ApiException``, exactly as the generated methods do.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query]
+    request = api_client.param_serialize(
+        method="GET",
+        resource_path=path,
+        query_params=params,
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = api_client.call_api(*request, _request_timeout=timeout)
+    if not 200 <= response.status <= 299:
+        response.read()
+        raise ApiException.from_response(http_resp=response, body=None, data=None)
+    return response.response
