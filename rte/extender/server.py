@@ -7,6 +7,8 @@ Routes:
   ``http://host:8888/scheduler``), with ``filterVerb: filter`` and ``prioritizeVerb: prioritize``.
 * ``GET /state`` (``?node=NAME`` for one node): the reserve cache and store, as JSON.
 * ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced.
+* ``GET /metrics``: Prometheus text format (:mod:`rte.extender.metrics`); each verb call's
+  duration is measured from its headers to the last byte of the answer.
 
 Errors are JSON objects with an ``Error`` field, the field ``ExtenderFilterResult`` uses:
 400 for a body that is not a valid ``ExtenderArgs``, 503 before the first NRT list (deciding on
@@ -23,6 +25,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -31,8 +34,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from rte import __version__
 from rte.errors import InputError
+from rte.extender.metrics import VERBS
 from rte.extender.service import ExtenderService
 from rte.extender.wire import decode_args
+from rte.metrics import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = f"rte-extender/{__version__}"
     server: _Server
+    _status = 0
+    """The status code of the last answer sent on this connection (for the request metrics)."""
 
     def setup(self) -> None:
         super().setup()
@@ -56,9 +63,12 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
     def _send(self, status: int, body: Any) -> None:
-        data = json.dumps(body, separators=(",", ":")).encode()
+        self._send_bytes(status, json.dumps(body, separators=(",", ":")).encode(), "application/json")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self._status = status
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -108,7 +118,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.readline(1024)
 
     def do_POST(self) -> None:
+        start = time.perf_counter()
         verb = urlsplit(self.path).path.rstrip("/").rsplit("/", 1)[-1]
+        self._status = 0
+        try:
+            self._post(verb)
+        finally:
+            if verb in VERBS:  # other paths would let any client grow the label set
+                self.server.service.metrics.record_request(verb, self._status, time.perf_counter() - start)
+
+    def _post(self, verb: str) -> None:
         body = self._body()
         if body is None:
             return
@@ -144,6 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, {"status": "ready"})
             else:
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"status": service.not_ready_reason()})
+        elif path == "/metrics":
+            self._send_bytes(HTTPStatus.OK, service.metrics.registry.expose().encode(), CONTENT_TYPE)
         elif path == "/state":
             node = parse_qs(url.query).get("node", [None])[0]
             try:
