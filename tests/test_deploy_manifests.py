@@ -202,10 +202,21 @@ def test_the_crd_is_the_approved_cluster_scoped_two_version_api() -> None:
 
 def test_the_image_runs_rte_run_as_a_non_root_user_by_default() -> None:
     lines = [line.strip() for line in (DEPLOY / "Containerfile").read_text().splitlines()]
-    assert lines.count("FROM python:3.11-slim") == 1 and "FROM python:3.11-slim AS build" in lines
     assert 'ENTRYPOINT ["rte", "run"]' in lines
     user = [line for line in lines if line.startswith("USER ")]
     assert user and not user[-1].removeprefix("USER ").startswith("0")
+
+
+def test_the_image_base_is_overridable_and_pinned_by_digest_by_default() -> None:
+    lines = [line.strip() for line in (DEPLOY / "Containerfile").read_text().splitlines()]
+    froms = [line for line in lines if line.startswith("FROM ")]
+    assert froms == ["FROM ${BASE_IMAGE} AS build", "FROM ${BASE_IMAGE}"]
+    (default,) = [
+        line.removeprefix("ARG BASE_IMAGE=") for line in lines if line.startswith("ARG BASE_IMAGE=")
+    ]
+    name, _, digest = default.partition("@sha256:")
+    assert name.startswith("docker.io/library/python:3.11-slim")
+    assert len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
 
 # -- the admission policy -------------------------------------------------------------------------
