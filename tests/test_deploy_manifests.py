@@ -14,6 +14,8 @@ from check_manifests import OLDEST, problems
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 AGENT = "system:serviceaccount:rte:rte-agent"
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+NODE_UID_KEY = "authentication.kubernetes.io/node-uid"
+WORKER_1_UID = "6a0f3a2e-1b7c-4d5e-9f10-111111111111"
 
 
 @cache
@@ -236,6 +238,7 @@ def admit(
     *,
     username: str = AGENT,
     node: str | None = "worker-1",
+    node_uid: str | None = WORKER_1_UID,
     namespace: str = "",
     owners: list[dict[str, str]] | None = None,
 ) -> bool | None:
@@ -250,6 +253,8 @@ def admit(
     if not any(resource in r["resources"] and operation in r["operations"] for r in rules):
         return None
     extra = {NODE_NAME_KEY: [node]} if node is not None else {}
+    if node_uid is not None:
+        extra[NODE_UID_KEY] = [node_uid]
     obj: dict[str, Any] = {"metadata": {"name": name, **({"ownerReferences": owners} if owners else {})}}
     request = {
         "operation": operation,
@@ -278,7 +283,10 @@ def admit(
 def test_the_agent_may_write_the_nrt_and_lease_of_its_own_node() -> None:
     assert admit("CREATE", "noderesourcetopologies", "worker-1") is True
     assert admit(
-        "UPDATE", "noderesourcetopologies", "worker-1", owners=[{"kind": "Node", "name": "worker-1"}]
+        "UPDATE",
+        "noderesourcetopologies",
+        "worker-1",
+        owners=[{"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID}],
     )
     assert admit("CREATE", "leases", "worker-1", namespace="rte") is True
     assert admit("UPDATE", "leases", "worker-1", namespace="rte") is True
@@ -291,11 +299,26 @@ def test_the_agent_may_not_write_another_nodes_objects() -> None:
 
 
 def test_the_agent_may_not_hand_its_nrt_to_another_node_or_write_leases_elsewhere() -> None:
-    other_owner = [{"kind": "Node", "name": "worker-2"}]
+    other_owner = [{"kind": "Node", "name": "worker-2", "uid": WORKER_1_UID}]
     assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=other_owner) is False
-    rack = [{"kind": "Rack", "name": "r1"}, {"kind": "Node", "name": "worker-1"}]
+    rack = [
+        {"kind": "Rack", "name": "r1", "uid": "r"},
+        {"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID},
+    ]
     assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=rack) is True
     assert admit("UPDATE", "leases", "worker-1", namespace="kube-node-lease") is False
+
+
+def test_the_owner_node_must_be_the_agents_node_by_uid_too() -> None:
+    """A Node deleted and recreated under the same name is another Node: its uid differs."""
+    stale = [{"kind": "Node", "name": "worker-1", "uid": "0d1e2f3a-0000-4000-8000-222222222222"}]
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", owners=stale) is False
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=stale) is False
+    live = [{"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID}]
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", owners=live) is True
+    # A token that names the node but not its uid may write the NRT, but not claim an owner.
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", node_uid=None, owners=live) is False
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", node_uid=None) is True
 
 
 def test_a_token_without_a_node_name_is_refused() -> None:
