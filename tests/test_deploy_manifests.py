@@ -43,6 +43,11 @@ def containers() -> list[dict[str, Any]]:
     return [*spec.get("initContainers", []), *spec["containers"]]
 
 
+def container(name: str) -> dict[str, Any]:
+    (found,) = [c for c in containers() if c["name"] == name]
+    return found
+
+
 # -- schemas --------------------------------------------------------------------------------------
 
 
@@ -79,18 +84,22 @@ def test_no_host_namespaces_and_no_service_link_variables() -> None:
     assert spec["enableServiceLinks"] is False
 
 
-def test_every_host_path_is_mounted_read_only_and_the_kubelet_root_is_not_mounted() -> None:
+def test_every_host_path_is_mounted_read_only_and_only_kubelet_state_sees_the_kubelet_root() -> None:
     host_paths = {v["name"]: v["hostPath"]["path"] for v in pod_spec()["volumes"] if "hostPath" in v}
     assert sorted(host_paths.values()) == [
-        "/sys",
+        "/sys/devices/system/cpu",
+        "/sys/devices/system/node",
+        "/var/lib/kubelet",
         "/var/lib/kubelet/config.yaml",
-        "/var/lib/kubelet/device-plugins",
         "/var/lib/kubelet/pod-resources",
     ]
     for c in containers():
         for mount in c.get("volumeMounts", []):
             if mount["name"] in host_paths:
                 assert mount.get("readOnly") is True, mount["name"]
+    for c in containers():
+        mounted = {host_paths[m["name"]] for m in c["volumeMounts"] if m["name"] in host_paths}
+        assert ("/var/lib/kubelet" in mounted) == (c["name"] == "kubelet-state"), c["name"]
     # The pod-resources socket is reached through its directory, never a file mount.
     kinds = {
         v["hostPath"]["path"]: v["hostPath"].get("type") for v in pod_spec()["volumes"] if "hostPath" in v
@@ -106,12 +115,19 @@ def test_root_is_used_only_with_every_capability_dropped() -> None:
 
 
 def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_mounts() -> None:
-    (agent,) = pod_spec()["containers"]
+    agent = container("agent")
     env = {e["name"]: e for e in agent["env"]}
     assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     mounts = [m["mountPath"] for m in agent["volumeMounts"]]
     socket = env["RTE_PODRESOURCES"]["value"].removeprefix("unix://")
-    for path in (env["RTE_SYSFS_ROOT"]["value"], socket, env["RTE_KUBELET_CONFIG"]["value"]):
+    sysfs = env["RTE_SYSFS_ROOT"]["value"]
+    for path in (
+        f"{sysfs}/devices/system/node",
+        f"{sysfs}/devices/system/cpu",
+        socket,
+        env["RTE_KUBELET_CONFIG"]["value"],
+        env["RTE_KUBELET_ROOT"]["value"],
+    ):
         assert any(path == m or path.startswith(m + "/") for m in mounts), path
 
 
@@ -119,7 +135,7 @@ def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loade
     from rte.settings import catalogue
     from rte.settings_loader import load_settings
 
-    (agent,) = pod_spec()["containers"]
+    agent = container("agent")
     env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
     env["NODE_NAME"] = "worker-1"  # the downward API's part
     known = {f"RTE_{info.name.upper()}" for info in catalogue()}
@@ -134,7 +150,7 @@ def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loade
 
 def test_probes_resources_priority_and_tolerations() -> None:
     spec = pod_spec()
-    (agent,) = spec["containers"]
+    agent = container("agent")
     port = {p["name"]: p["containerPort"] for p in agent["ports"]}
     assert agent["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert agent["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}

@@ -162,7 +162,7 @@ def test_the_pod_monitor_scrapes_the_agents_named_port_as_job_node_agent() -> No
     daemonset = one("daemonset.yaml", "DaemonSet")
     pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
     assert monitor["selector"]["matchLabels"].items() <= pod_labels.items()
-    (agent,) = daemonset["spec"]["template"]["spec"]["containers"]
+    (agent,) = [c for c in daemonset["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
     ports = {p["name"] for p in agent["ports"]}
     (endpoint,) = monitor["podMetricsEndpoints"]
     assert endpoint["port"] in ports and endpoint["path"] == "/metrics"
