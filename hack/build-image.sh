@@ -3,11 +3,13 @@
 # the result: `rte dump` inside the image against this machine's /sys mounted read-only.
 #
 # No container registry is needed: the base image is made here from Debian packages with
-# mmdebstrap (bookworm: python3 3.11, libudev1 for pyudev, libstdc++6 for grpcio) and passed as BASE_IMAGE; rte and its
-# dependencies come as wheels built outside the image with `pip wheel` and are installed with
-# --no-index. Everything lives in a temporary buildah storage removed on exit; only the
-# mmdebstrap tarball is cached (in $XDG_CACHE_HOME/rte-image, or ~/.cache/rte-image) because
-# it takes a minute to make. Delete it to pick up Debian updates.
+# mmdebstrap (bookworm: python3 3.11, libudev1 for pyudev, libstdc++6 for grpcio) and passed as
+# BASE_IMAGE; rte and its dependencies come as wheels built outside the image with `pip wheel`
+# and are installed with --no-index. (Where PyPI is reached through a TLS-intercepting proxy
+# whose CA only the host trusts, pip inside the image could not verify it: one more reason.)
+# Everything lives in a temporary buildah storage removed on exit; only the mmdebstrap tarball
+# is cached (in $XDG_CACHE_HOME/rte-image, or ~/.cache/rte-image) because it takes a minute or
+# two to make. Delete it to pick up Debian updates.
 #
 # Usage: hack/build-image.sh [--output FILE]
 #   --output FILE   also write the image as an OCI archive (e.g. for `skopeo copy
