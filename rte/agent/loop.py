@@ -9,11 +9,13 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``pods``: the watch of the pods bound to this node changed (fingerprint spec rule);
 * ``notify``, ``kubelet-state``, ``device-plugins``: file triggers (:mod:`rte.agent.watch`);
   ``device-plugins`` also makes the next cycle re-read GetAllocatableResources;
-* ``allocatable``: the periodic re-read of GetAllocatableResources and sysfs;
+* ``allocatable``: the periodic re-read of GetAllocatableResources (``allocatable_refresh``,
+  seconds: the kubelet drops unhealthy devices from it, and no file tells of that);
 * ``kubelet-recovered``: the kubelet answers again after failing (it may have restarted with new
   allocatable resources, so that is re-read too);
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
-  NRT, so one deleted or edited behind our back is recreated or repaired;
+  NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
+  reserved or CPUs onlined at run time);
 * ``retry`` / ``deferred``: a failed cycle's retry (exponential backoff with jitter), or a write
   held back by the write rate limit.
 
@@ -196,10 +198,12 @@ class Agent:
             self._add("pods", now)
         if now >= self._next_resync:
             self._next_resync = now + self.settings.resync_interval
+            self.scanner.mark_allocatable_stale(machine=True)
             self._add("periodic", now)
         if now >= self._next_allocatable:
+            # Allocatable only: a local gRPC call, cheap at this rate; sysfs waits for the resync.
             self._next_allocatable = now + self.settings.allocatable_refresh
-            self.scanner.mark_allocatable_stale(machine=True)
+            self.scanner.mark_allocatable_stale()
             self._add("allocatable", now)
         if now >= self._next_poll:
             self._poll()

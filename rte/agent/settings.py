@@ -78,8 +78,8 @@ class AgentSettings:
     """How often podresources List is polled; a cycle runs only when its result changed. 0: off."""
     resync_interval: float = field(default=60.0, metadata=setting(DURATION, minimum=1.0))
     """Safety-net cycle that also re-reads the stored NRT (recreates it if deleted)."""
-    allocatable_refresh: float = field(default=300.0, metadata=setting(DURATION))
-    """How often GetAllocatableResources and sysfs are re-read (also on device plugin changes). 0: never."""
+    allocatable_refresh: float = field(default=5.0, metadata=setting(DURATION))
+    """How often GetAllocatableResources is re-read: device health changes publish in seconds. 0: never."""
     watch_kubelet_state: bool = field(default=True, metadata=setting(BOOL))
     """Also watch the kubelet checkpoint files and device-plugins/ under kubelet_root."""
     debounce: float = field(default=0.1, metadata=setting(DURATION))

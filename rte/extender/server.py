@@ -8,6 +8,8 @@ Routes:
 * ``GET /state`` (``?node=NAME`` for one node): the reserve cache and store, as JSON, from a
   snapshot at most ``state_max_age`` seconds old (see :class:`StateSnapshots`).
 * ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced.
+* ``GET /metrics``: Prometheus text format (:mod:`rte.extender.metrics`); each verb call's
+  duration is measured from its whole request read to its answer ready to send.
 
 Errors are JSON objects with an ``Error`` field, the field ``ExtenderFilterResult`` uses:
 400 for a body that is not a valid ``ExtenderArgs`` (JSON nested too deeply included), 413 for
@@ -33,10 +35,12 @@ from urllib.parse import parse_qs
 
 from rte import __version__
 from rte.errors import InputError
+from rte.extender.metrics import VERBS
 from rte.extender.service import ExtenderService
 from rte.extender.wire import decode_args
 from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response
+from rte.runtime.metrics import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +130,14 @@ def extender_handler(
 
     def post(request: HttpRequest) -> Response:
         verb = request.path.rstrip("/").rsplit("/", 1)[-1]
+        if verb not in VERBS:  # other paths would let any client grow the metrics' label set
+            return _post(request, verb)
+        start = time.perf_counter()
+        response = _post(request, verb)
+        service.metrics.record_request(verb, response.status, time.perf_counter() - start)
+        return response
+
+    def _post(request: HttpRequest, verb: str) -> Response:
         if verb not in ("filter", "prioritize"):
             return json_error(
                 HTTPStatus.NOT_FOUND, f"no such verb {verb!r}; this extender serves filter and prioritize"
@@ -155,6 +167,8 @@ def extender_handler(
             if service.ready():
                 return json_response(HTTPStatus.OK, {"status": "ready"})
             return json_response(HTTPStatus.SERVICE_UNAVAILABLE, {"status": service.not_ready_reason()})
+        if path == "/metrics":
+            return Response(HTTPStatus.OK, service.metrics.registry.expose().encode(), CONTENT_TYPE)
         if path == "/state":
             node = parse_qs(request.query).get("node", [None])[0]
             try:

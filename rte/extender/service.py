@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_nodes
@@ -39,6 +40,7 @@ from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
+from rte.extender.metrics import ExtenderMetrics
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
@@ -68,6 +70,7 @@ class ExtenderService:
         informer_mode: InformerMode = InformerMode.DEDICATED,
         kubelet_accurate_sidecars: bool = False,
         clock: Callable[[], float] = time.time,
+        metrics: ExtenderMetrics | None = None,
     ) -> None:
         self.store = store
         self.cache = cache
@@ -88,6 +91,9 @@ class ExtenderService:
         """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
+        self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
+        """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
+        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store))
 
     # --- readiness -----------------------------------------------------------------------
 
@@ -213,6 +219,7 @@ class ExtenderService:
         with self._lock:
             self._counters["resyncs"] += 1
             self._last_resync = summary
+        self.metrics.record_resync(report)
         if report.flushed or report.config_flushed:
             log.info("resync flushed %s", ", ".join(report.flushed + report.config_flushed))
         return report

@@ -11,6 +11,7 @@ import pytest
 from rte.agent.health import HealthServer
 from rte.agent.metrics import Registry
 from rte.agent.status import AgentStatus
+from rte.runtime.metrics import Counter
 from tests.helpers.clock import FakeClock
 
 
@@ -74,7 +75,7 @@ def test_an_idle_loop_that_stops_ticking_is_dead() -> None:
 def served(clock: FakeClock) -> Iterator[tuple[HealthServer, AgentStatus, FakeClock]]:
     s = status()
     registry = Registry()
-    registry.counter("rte_test_total", "A test counter.").inc()
+    Counter(registry, "rte_test_total", "A test counter.").inc()
     server = HealthServer("127.0.0.1", 0, s, registry, clock=clock).start()
     try:
         yield server, s, clock
@@ -108,7 +109,7 @@ def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, Agent
     code, content_type, body = get(server, "/metrics")
     assert code == 200
     assert content_type == "text/plain; version=0.0.4; charset=utf-8"
-    assert "rte_test_total 1\n" in body
+    assert "rte_test_total 1.0\n" in body
 
 
 def test_unknown_paths_are_404(served: tuple[HealthServer, AgentStatus, FakeClock]) -> None:

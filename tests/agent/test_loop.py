@@ -26,6 +26,7 @@ from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.agent.settings import AgentSettings, load_settings
 from rte.agent.status import AgentStatus
 from rte.errors import PublishError, UnavailableError
+from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
 from rte.model.pod import Pod
@@ -112,7 +113,7 @@ class Harness:
         self.scanner = Scanner(
             node_name="n1",
             reader=self.reader,
-            machine_loader=lambda: read_machine(SYSFS, pci=False),
+            machine_loader=self._load_machine,
             kubelet_config=KubeletConfigCache(CONFIG, None),
             method=self.settings.fingerprint_method,
             informer_mode=self.settings.informer_mode,
@@ -136,6 +137,12 @@ class Harness:
             clock=self.clock,
             rng=lambda: 1.0,
         )
+
+    machine_loads = 0
+
+    def _load_machine(self) -> Machine:
+        self.machine_loads += 1
+        return read_machine(SYSFS, pci=False)
 
     def advance(self, seconds: float) -> None:
         """Step the loop, jumping the clock to each deadline, for ``seconds`` of fake time."""
@@ -207,7 +214,7 @@ def test_a_burst_of_triggers_runs_a_single_cycle(tmp_path: Path) -> None:
 
 
 def test_the_resync_timer_makes_the_publisher_reread_the_stored_object(tmp_path: Path) -> None:
-    h = Harness(tmp_path, resync_interval="10s")
+    h = Harness(tmp_path, resync_interval="10s", allocatable_refresh="0")
     h.advance(1)
     h.advance(10)
     assert h.publisher.forgets == 1
@@ -298,6 +305,37 @@ def test_device_plugin_changes_make_the_next_cycle_reread_allocatable(tmp_path: 
     h.agent.trigger("notify")
     h.advance(1)
     assert h.reader.allocatables == 2  # other triggers reuse the cached allocatable
+
+
+def device_count(topology: NodeTopology | None, resource: str) -> int:
+    assert topology is not None
+    return sum(int(r.allocatable) for z in topology.zones for r in z.resources if r.name == resource)
+
+
+def test_a_device_the_kubelet_stops_offering_leaves_the_nrt_within_seconds_without_a_file_trigger(
+    tmp_path: Path,
+) -> None:
+    """Device health: the kubelet drops an unhealthy device from GetAllocatableResources."""
+    h = Harness(tmp_path)  # the default allocatable_refresh
+    h.advance(1)
+    nic = "intel.com/intel_sriov_netdevice"
+    before = device_count(h.publisher.stored, nic)
+    path = h.dir / "get_allocatable_resources.protojson.json"
+    doc = json.loads(path.read_text())
+    doc["devices"] = [d for d in doc["devices"] if d["deviceIds"] != ["0000:3b:02.0"]]
+    path.write_text(json.dumps(doc))
+    h.advance(h.settings.allocatable_refresh + 1)
+    assert device_count(h.publisher.stored, nic) == before - 1
+    assert h.settings.allocatable_refresh <= 10
+
+
+def test_sysfs_is_reread_on_the_resync_timer_not_on_every_allocatable_refresh(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="1s", resync_interval="60s")
+    h.advance(30)
+    assert h.reader.allocatables >= 25  # about one a second
+    assert h.machine_loads == 1  # at start only
+    h.advance(31)
+    assert h.machine_loads == 2  # the resync at 60s
 
 
 def test_without_publishing_each_new_object_is_printed_once(tmp_path: Path) -> None:

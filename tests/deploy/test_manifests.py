@@ -17,6 +17,8 @@ OLDEST, problems = _check_manifests.OLDEST, _check_manifests.problems
 
 AGENT = "system:serviceaccount:rte:rte-agent"
 NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+NODE_UID_KEY = "authentication.kubernetes.io/node-uid"
+WORKER_1_UID = "6a0f3a2e-1b7c-4d5e-9f10-111111111111"
 
 
 @cache
@@ -42,6 +44,11 @@ def pod_spec() -> dict[str, Any]:
 def containers() -> list[dict[str, Any]]:
     spec = pod_spec()
     return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def container(name: str) -> dict[str, Any]:
+    (found,) = [c for c in containers() if c["name"] == name]
+    return found
 
 
 # -- schemas --------------------------------------------------------------------------------------
@@ -80,18 +87,22 @@ def test_no_host_namespaces_and_no_service_link_variables() -> None:
     assert spec["enableServiceLinks"] is False
 
 
-def test_every_host_path_is_mounted_read_only_and_the_kubelet_root_is_not_mounted() -> None:
+def test_every_host_path_is_mounted_read_only_and_only_kubelet_state_sees_the_kubelet_root() -> None:
     host_paths = {v["name"]: v["hostPath"]["path"] for v in pod_spec()["volumes"] if "hostPath" in v}
     assert sorted(host_paths.values()) == [
-        "/sys",
+        "/sys/devices/system/cpu",
+        "/sys/devices/system/node",
+        "/var/lib/kubelet",
         "/var/lib/kubelet/config.yaml",
-        "/var/lib/kubelet/device-plugins",
         "/var/lib/kubelet/pod-resources",
     ]
     for c in containers():
         for mount in c.get("volumeMounts", []):
             if mount["name"] in host_paths:
                 assert mount.get("readOnly") is True, mount["name"]
+    for c in containers():
+        mounted = {host_paths[m["name"]] for m in c["volumeMounts"] if m["name"] in host_paths}
+        assert ("/var/lib/kubelet" in mounted) == (c["name"] == "kubelet-state"), c["name"]
     # The pod-resources socket is reached through its directory, never a file mount.
     kinds = {
         v["hostPath"]["path"]: v["hostPath"].get("type") for v in pod_spec()["volumes"] if "hostPath" in v
@@ -107,19 +118,26 @@ def test_root_is_used_only_with_every_capability_dropped() -> None:
 
 
 def test_the_node_name_comes_from_the_downward_api_and_paths_point_into_the_mounts() -> None:
-    (agent,) = pod_spec()["containers"]
+    agent = container("agent")
     env = {e["name"]: e for e in agent["env"]}
     assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
     mounts = [m["mountPath"] for m in agent["volumeMounts"]]
     socket = env["RTE_PODRESOURCES"]["value"].removeprefix("unix://")
-    for path in (env["RTE_SYSFS_ROOT"]["value"], socket, env["RTE_KUBELET_CONFIG"]["value"]):
+    sysfs = env["RTE_SYSFS_ROOT"]["value"]
+    for path in (
+        f"{sysfs}/devices/system/node",
+        f"{sysfs}/devices/system/cpu",
+        socket,
+        env["RTE_KUBELET_CONFIG"]["value"],
+        env["RTE_KUBELET_ROOT"]["value"],
+    ):
         assert any(path == m or path.startswith(m + "/") for m in mounts), path
 
 
 def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loader() -> None:
     from rte.agent.settings import AGENT_SCHEMA, load_settings
 
-    (agent,) = pod_spec()["containers"]
+    agent = container("agent")
     env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
     env["NODE_NAME"] = "worker-1"  # the downward API's part
     known = {f"RTE_{info.name.upper()}" for info in AGENT_SCHEMA.fields}
@@ -134,7 +152,7 @@ def test_the_daemonsets_environment_is_accepted_by_the_agents_own_settings_loade
 
 def test_probes_resources_priority_and_tolerations() -> None:
     spec = pod_spec()
-    (agent,) = spec["containers"]
+    agent = container("agent")
     port = {p["name"]: p["containerPort"] for p in agent["ports"]}
     assert agent["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert agent["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
@@ -204,10 +222,21 @@ def test_the_crd_is_the_approved_cluster_scoped_two_version_api() -> None:
 
 def test_the_image_runs_rte_run_as_a_non_root_user_by_default() -> None:
     lines = [line.strip() for line in (DEPLOY / "Containerfile").read_text().splitlines()]
-    assert lines.count("FROM python:3.11-slim") == 1 and "FROM python:3.11-slim AS build" in lines
     assert 'ENTRYPOINT ["rte", "run"]' in lines
     user = [line for line in lines if line.startswith("USER ")]
     assert user and not user[-1].removeprefix("USER ").startswith("0")
+
+
+def test_the_image_base_is_overridable_and_pinned_by_digest_by_default() -> None:
+    lines = [line.strip() for line in (DEPLOY / "Containerfile").read_text().splitlines()]
+    froms = [line for line in lines if line.startswith("FROM ")]
+    assert froms == ["FROM ${BASE_IMAGE} AS build", "FROM ${BASE_IMAGE}"]
+    (default,) = [
+        line.removeprefix("ARG BASE_IMAGE=") for line in lines if line.startswith("ARG BASE_IMAGE=")
+    ]
+    name, _, digest = default.partition("@sha256:")
+    assert name.startswith("docker.io/library/python:3.11-slim")
+    assert len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
 
 # -- the admission policy -------------------------------------------------------------------------
@@ -227,6 +256,7 @@ def admit(
     *,
     username: str = AGENT,
     node: str | None = "worker-1",
+    node_uid: str | None = WORKER_1_UID,
     namespace: str = "",
     owners: list[dict[str, str]] | None = None,
 ) -> bool | None:
@@ -241,6 +271,8 @@ def admit(
     if not any(resource in r["resources"] and operation in r["operations"] for r in rules):
         return None
     extra = {NODE_NAME_KEY: [node]} if node is not None else {}
+    if node_uid is not None:
+        extra[NODE_UID_KEY] = [node_uid]
     obj: dict[str, Any] = {"metadata": {"name": name, **({"ownerReferences": owners} if owners else {})}}
     request = {
         "operation": operation,
@@ -269,7 +301,10 @@ def admit(
 def test_the_agent_may_write_the_nrt_and_lease_of_its_own_node() -> None:
     assert admit("CREATE", "noderesourcetopologies", "worker-1") is True
     assert admit(
-        "UPDATE", "noderesourcetopologies", "worker-1", owners=[{"kind": "Node", "name": "worker-1"}]
+        "UPDATE",
+        "noderesourcetopologies",
+        "worker-1",
+        owners=[{"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID}],
     )
     assert admit("CREATE", "leases", "worker-1", namespace="rte") is True
     assert admit("UPDATE", "leases", "worker-1", namespace="rte") is True
@@ -282,11 +317,26 @@ def test_the_agent_may_not_write_another_nodes_objects() -> None:
 
 
 def test_the_agent_may_not_hand_its_nrt_to_another_node_or_write_leases_elsewhere() -> None:
-    other_owner = [{"kind": "Node", "name": "worker-2"}]
+    other_owner = [{"kind": "Node", "name": "worker-2", "uid": WORKER_1_UID}]
     assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=other_owner) is False
-    rack = [{"kind": "Rack", "name": "r1"}, {"kind": "Node", "name": "worker-1"}]
+    rack = [
+        {"kind": "Rack", "name": "r1", "uid": "r"},
+        {"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID},
+    ]
     assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=rack) is True
     assert admit("UPDATE", "leases", "worker-1", namespace="kube-node-lease") is False
+
+
+def test_the_owner_node_must_be_the_agents_node_by_uid_too() -> None:
+    """A Node deleted and recreated under the same name is another Node: its uid differs."""
+    stale = [{"kind": "Node", "name": "worker-1", "uid": "0d1e2f3a-0000-4000-8000-222222222222"}]
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", owners=stale) is False
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=stale) is False
+    live = [{"kind": "Node", "name": "worker-1", "uid": WORKER_1_UID}]
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", owners=live) is True
+    # A token that names the node but not its uid may write the NRT, but not claim an owner.
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", node_uid=None, owners=live) is False
+    assert admit("CREATE", "noderesourcetopologies", "worker-1", node_uid=None) is True
 
 
 def test_a_token_without_a_node_name_is_refused() -> None:

@@ -1,4 +1,4 @@
-"""The extender over real HTTP on 127.0.0.1, in kube-scheduler's JSON wire format.
+"""The extender over real HTTP on 127.0.0.1, in kube-scheduler's JSON wire format, and its /metrics.
 
 The store is fed with NRT objects directly (as the watch would), pods through the same event
 entry point the pod watch uses; no Kubernetes client is involved here.
@@ -9,11 +9,13 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
@@ -194,7 +196,7 @@ def test_unknown_verbs_and_paths_are_404_with_an_error_field(env: Env) -> None:
         404,
         {"Error": "no such verb 'bind'; this extender serves filter and prioritize"},
     )
-    status, result = env.client.get("/metrics")
+    status, result = env.client.get("/nope")
     assert status == 404 and "Error" in result
 
 
@@ -416,3 +418,63 @@ def test_discard_reserved_cannot_block_a_node_behind_an_extender() -> None:
         assert state["cache"]["mode"] == "DiscardReserved"
         assert state["cache"]["nodes"]["solo"]["fresh"] is True
         assert _fits(env, "solo")
+
+
+# -- /metrics ----------------------------------------------------------------------------------
+
+
+def scrape(env: Env) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    with urllib.request.urlopen(env.server.url + "/metrics", timeout=5) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        text = response.read().decode()
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def sample(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def test_each_verb_call_is_timed_and_counted_by_its_status_code(env: Env) -> None:
+    before = scrape(env)
+    assert sample(before, "rte_extender_request_duration_seconds_count", verb="filter") == 0
+    assert sample(before, "rte_extender_requests_total", verb="prioritize", code="200") == 0
+    env.client.post("filter", names_args(pod("app", APP), "worker-a", "worker-b"))
+    env.client.post("filter", {"Pod": "not a pod"})
+    env.client.post("prioritize", names_args(pod("app", APP), "worker-b"))
+    env.client.post("bind", {})  # not a verb we serve: no series for it
+    after = scrape(env)
+    assert sample(after, "rte_extender_request_duration_seconds_count", verb="filter") == 2
+    assert sample(after, "rte_extender_request_duration_seconds_count", verb="prioritize") == 1
+    assert sample(after, "rte_extender_request_duration_seconds_bucket", verb="filter", le="+Inf") == 2
+    assert sample(after, "rte_extender_requests_total", verb="filter", code="200") == 1
+    assert sample(after, "rte_extender_requests_total", verb="filter", code="400") == 1
+    assert not any(dict(labels).get("verb") == "bind" for _, labels in after)
+    assert sample(after, "process_resident_memory_bytes") > 0
+
+
+def test_readiness_and_the_number_of_nodes_are_read_at_scrape_time() -> None:
+    for env in _env(ready=False):
+        samples = scrape(env)
+        assert sample(samples, "rte_extender_ready") == 0
+        assert sample(samples, "rte_extender_nrt_nodes") == 3
+        env.service.nrt_synced.set()
+        env.service.replace_pods([])
+        assert sample(scrape(env), "rte_extender_ready") == 1
+
+
+def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(env: Env) -> None:
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
+    env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
+    _, result = env.client.post("filter", names_args(pod("app", APP), "solo"))
+    assert result["FailedNodes"]  # the failure marks solo for the resync
+    env.service.resync()  # the NRT fingerprints the empty set: "first" is missing
+    samples = scrape(env)
+    assert sample(samples, "rte_extender_resyncs_total") == 1
+    assert sample(samples, "rte_extender_resync_nodes_total", result="mismatched") == 1
+    assert sample(samples, "rte_extender_resync_nodes_total", result="flushed") == 0
+    assert sample(samples, "rte_extender_resync_mismatched_nodes") == 1

@@ -18,6 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
 from rte.agent.compute import KubeletInputs, compute_topology
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
@@ -111,13 +114,12 @@ class AgentProcess:
             return e.code, e.read().decode()
 
     def metric(self, sample: str) -> float:
-        """The value of one sample, named exactly as exposed (``name{label="v"}`` or ``name``)."""
+        """The value of one sample, written as in the exposition (``name{label="v"}`` or ``name``).
+
+        Label order does not matter (the exposition sorts label names).
+        """
         _, body = self.get("/metrics")
-        for line in body.splitlines():
-            key, _, value = line.rpartition(" ")
-            if key == sample:
-                return float(value)
-        raise AssertionError(f"no sample {sample} in /metrics")
+        return sample_value(body, sample)
 
     def stop(self, timeout: float = 10.0) -> int:
         if self.returncode is None:
@@ -129,6 +131,20 @@ class AgentProcess:
 
 
 AgentFactory = Callable[..., AgentProcess]
+
+
+def _key(sample: Sample) -> tuple[str, frozenset[tuple[str, str]]]:
+    return sample.name, frozenset(sample.labels.items())
+
+
+def sample_value(exposition: str, sample: str) -> float:
+    """The value of ``sample`` (``name{label="v",...}``) in a Prometheus text exposition."""
+    ((wanted,),) = (f.samples for f in text_string_to_metric_families(sample + " 0\n"))
+    for family in text_string_to_metric_families(exposition):
+        for found in family.samples:
+            if _key(found) == _key(wanted):
+                return float(found.value)
+    raise AssertionError(f"no sample {sample} in the exposition")
 
 
 def stored(api: FakeApiServer) -> dict[str, Any] | None:

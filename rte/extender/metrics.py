@@ -1,0 +1,89 @@
+"""The extender's Prometheus series (prefix ``rte_extender_``), in its own registry.
+
+What an operator needs to see the extender from kube-scheduler's side: how long each verb takes
+(kube-scheduler gives up after the extender's ``httpTimeout``, 5 s in deploy/), how calls end,
+whether it is ready, and how the reserve cache's fingerprint resyncs go (nodes that keep failing
+the fingerprint check stay pessimistically reserved and take fewer pods).
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+
+from rte.consumer.cache.interface import ResyncReport
+from rte.runtime.metrics import Counter, Gauge, Histogram, Registry, add_runtime_collectors
+
+VERBS = ("filter", "prioritize")
+
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
+"""Seconds. Fine around 4-5 s so that "close to the scheduler's 5 s httpTimeout" is measurable."""
+
+RESYNC_RESULTS = ("flushed", "config_flushed", "mismatched")
+
+
+class ExtenderMetrics:
+    """Every series the extender exports, plus the process metrics, in ``registry``."""
+
+    def __init__(self, version: str, registry: Registry | None = None) -> None:
+        r = self.registry = registry if registry is not None else Registry()
+        add_runtime_collectors(r)
+        self.build_info = Gauge(
+            r,
+            "rte_extender_build_info",
+            "Always 1; labels carry the extender version.",
+            ("version", "python"),
+        )
+        self.build_info.set(1, version=version, python=platform.python_version())
+        self.request_seconds = Histogram(
+            r,
+            "rte_extender_request_duration_seconds",
+            "Time from a scheduler call's headers to the last byte of the answer, by verb.",
+            ("verb",),
+            buckets=REQUEST_BUCKETS,
+        )
+        self.requests = Counter(
+            r,
+            "rte_extender_requests_total",
+            "Scheduler calls by verb and HTTP status code.",
+            ("verb", "code"),
+        )
+        for verb in VERBS:
+            self.request_seconds.declare(verb=verb)
+            self.requests.inc(0, verb=verb, code="200")
+        self.ready = Gauge(r, "rte_extender_ready", "1 when /readyz would answer 200.")
+        self.nodes = Gauge(
+            r, "rte_extender_nrt_nodes", "Nodes whose NodeResourceTopology the extender holds."
+        )
+        self.resyncs = Counter(r, "rte_extender_resyncs_total", "Reserve cache resync passes.")
+        self.resync_nodes = Counter(
+            r,
+            "rte_extender_resync_nodes_total",
+            "Nodes handled by resync passes, by result: flushed (fingerprint matched), config_flushed"
+            " (Topology Manager configuration changed), mismatched (fingerprint did not match: the node"
+            " stays marked and is checked again).",
+            ("result",),
+        )
+        for result in RESYNC_RESULTS:
+            self.resync_nodes.inc(0, result=result)
+        self.mismatched_nodes = Gauge(
+            r,
+            "rte_extender_resync_mismatched_nodes",
+            "Nodes whose fingerprint did not match at the last resync pass.",
+        )
+
+    def track(self, *, ready: Callable[[], bool], nodes: Callable[[], int]) -> None:
+        """Read readiness and the store's size at each scrape."""
+        self.ready.set_function(lambda: 1.0 if ready() else 0.0)
+        self.nodes.set_function(lambda: float(nodes()))
+
+    def record_request(self, verb: str, code: int, seconds: float) -> None:
+        self.request_seconds.observe(seconds, verb=verb)
+        self.requests.inc(verb=verb, code=str(code))
+
+    def record_resync(self, report: ResyncReport) -> None:
+        self.resyncs.inc()
+        self.resync_nodes.inc(len(report.flushed), result="flushed")
+        self.resync_nodes.inc(len(report.config_flushed), result="config_flushed")
+        self.resync_nodes.inc(len(report.still_dirty), result="mismatched")
+        self.mismatched_nodes.set(len(report.still_dirty))

@@ -1,0 +1,56 @@
+"""hack/build-image.sh: refuses clearly without its tools (the build itself runs in .ci/run)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.paths import HACK
+
+SCRIPT = HACK / "build-image.sh"
+
+
+def run_with_path(tmp_path: Path, *tools: str) -> subprocess.CompletedProcess[str]:
+    """The script with a PATH holding only ``tools`` (links to the real ones)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed here")
+        (bin_dir / tool).symlink_to(found)
+    bash = shutil.which("bash")
+    assert bash is not None
+    return subprocess.run(
+        [bash, str(SCRIPT)],
+        env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    "present", [(), ("buildah",), ("mmdebstrap",)], ids=["none", "no-mmdebstrap", "no-buildah"]
+)
+def test_a_missing_tool_fails_with_one_line_naming_it_and_the_install_command(
+    tmp_path: Path, present: tuple[str, ...]
+) -> None:
+    result = run_with_path(tmp_path, "dirname", *present)
+    assert result.returncode == 1
+    missing = "mmdebstrap" if "buildah" in present else "buildah"
+    assert result.stderr == (
+        f"build-image: {missing} is missing; install it with: apt-get install -y buildah mmdebstrap\n"
+    )
+    assert result.stdout == ""
+
+
+def test_an_unknown_argument_is_a_usage_error(tmp_path: Path) -> None:
+    bash = shutil.which("bash")
+    assert bash is not None
+    result = subprocess.run([bash, str(SCRIPT), "--push"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.startswith("build-image: unknown argument --push")
