@@ -26,6 +26,7 @@ import fake_sysfs  # noqa: E402
 import scenarios  # noqa: E402
 from fake_kubelet import FakeKubelet  # noqa: E402
 from rte.agent.kubelet import SocketReader  # noqa: E402
+from rte.agent.reading import PublishingRules  # noqa: E402
 from rte.agent.scanner import KubeletConfigCache, Scanner  # noqa: E402
 from rte.host.kubelet_config import parse_kubelet_config  # noqa: E402
 from rte.host.sysfs import read_machine  # noqa: E402
@@ -65,8 +66,7 @@ def run() -> dict[str, float]:
                     reader=reader,
                     machine_loader=lambda: machine,
                     kubelet_config=_Config(),
-                    method="with-exclusive-resources",
-                    informer_mode="dedicated",
+                    rules=PublishingRules("with-exclusive-resources", "dedicated"),
                 )
 
             warm = scanner()

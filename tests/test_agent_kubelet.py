@@ -17,7 +17,8 @@ import scenarios
 from fake_kubelet import FakeKubelet
 from nrt_schema import schema_errors
 from rte.agent.accounting import account
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
+from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.cli import main
 from rte.commands.dump import read_kubelet
 from rte.host.kubelet_config import KubeletConfig
@@ -73,9 +74,11 @@ def test_large_sparse_node_over_the_socket(tmp_path: Path) -> None:
     with FakeKubelet(scenario=scenario.write(tmp_path / "large")) as kubelet:
         data = read_kubelet(kubelet.endpoint, timeout=5, err=io.StringIO())
     assert data is not None and len(data.pods) == 250
-    topology, accounting = compute_topology(
-        machine, "big", config, KubeletInputs(data.allocatable, data.pods), fp.METHOD_ALL
+    reading = NodeReading(
+        "big", machine, config, KubeletReading(data.allocatable, data.pods), PublishingRules(fp.METHOD_ALL)
     )
+    computed = compute_topology(reading)
+    topology, accounting = computed.topology, computed.accounting
     assert accounting.findings == ()
     assert [z.name for z in topology.zones] == [f"node-{i}" for i in scenarios.LARGE_NODE_NUMA_IDS]
     obj = to_nrt(topology)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
 from rte.agent.kubelet import open_reader
+from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.commands.render import render_table
 from rte.errors import NotSupportedError, UnavailableError
 from rte.host.kubelet_config_files import load_kubelet_config
@@ -110,14 +111,19 @@ def dump(
             " (allocatable = available = capacity)",
             file=err,
         )
-    topology, accounting = compute_topology(
-        machine,
-        node_name or socket.gethostname(),
-        config,
-        KubeletInputs(kubelet.allocatable, kubelet.pods) if kubelet else None,
-        method,
-        memory_state=read_memory_state(kubelet_dir),
+    reading = NodeReading(
+        node_name=node_name or socket.gethostname(),
+        machine=machine,
+        config=config,
+        kubelet=(
+            KubeletReading(kubelet.allocatable, kubelet.pods, Checkpoints(read_memory_state(kubelet_dir)))
+            if kubelet
+            else None
+        ),
+        rules=PublishingRules(method),
     )
+    computed = compute_topology(reading)
+    topology, accounting = computed.topology, computed.accounting
     for finding in accounting.findings:
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
     if output == "json":
