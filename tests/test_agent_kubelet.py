@@ -238,4 +238,6 @@ def test_dump_ignores_a_malformed_checkpoint_with_a_warning_like_the_daemon(tmp_
     without, _ = _dump_json(*args)
     assert with_bad_state == without
     warnings = [ln for ln in err.splitlines() if "memory_manager_state" in ln]
-    assert len(warnings) == 1 and warnings[0].startswith("rte: warning: ignoring the memory manager checkpoint")
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "rte: warning: ignoring the memory manager checkpoint"
+    )
