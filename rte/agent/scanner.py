@@ -169,9 +169,8 @@ class Scanner:
         checkpoints: CheckpointFiles | None = None,
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
-        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.node_name = node_name
+        self._node_name = node_name
         self.reader = reader
         self._load_machine = machine_loader
         self._config = kubelet_config
@@ -179,8 +178,7 @@ class Scanner:
         self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
-        self._clock = clock
-        self.machine = machine_loader()
+        self._machine = machine_loader()
         self._machine_stale = False
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
@@ -210,7 +208,7 @@ class Scanner:
 
     def _refresh_machine(self) -> None:
         if self._machine_stale:
-            self.machine = self._load_machine()
+            self._machine = self._load_machine()
             self._machine_stale = False
 
     def _refresh_allocatable(self) -> None:
@@ -244,17 +242,17 @@ class Scanner:
         self._refresh_machine()
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
-            node_name=self.node_name,
-            machine=self.machine,
+            node_name=self._node_name,
+            machine=self._machine,
             config=self._config.get(),
             kubelet=kubelet,
             rules=self._rules,
             specs=specs,
-            zone_attributes=self._zone_attributes(self.machine) if self._zone_attributes else {},
+            zone_attributes=self._zone_attributes(self._machine) if self._zone_attributes else {},
         )
 
     def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
         """Read the node and compute its object (see :meth:`read`)."""
-        start = self._clock()
+        start = time.perf_counter()
         computed = compute_topology(self.read(fresh_list=fresh_list, specs=specs))
-        return Scan(computed.topology, computed.accounting, self._clock() - start)
+        return Scan(computed.topology, computed.accounting, time.perf_counter() - start)

@@ -32,6 +32,8 @@ from rte.model.topology import NodeTopology
 from rte.podres.source import DEFAULT_ENDPOINT
 
 DEFAULT_SYSFS = "/sys"
+KUBELET_TIMEOUT = 2.0
+"""Seconds to wait for the kubelet before showing hardware capacity instead."""
 
 
 @contextlib.contextmanager
@@ -56,7 +58,7 @@ def read_node(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
-    timeout: float = 2.0,
+    timeout: float = KUBELET_TIMEOUT,
     err: TextIO,
 ) -> NodeReading:
     """One reading through the daemon's scanner; ``reading.kubelet`` is None when none answered."""
@@ -103,12 +105,8 @@ def dump(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: str = fp.METHOD_WITH_EXCLUSIVE_RESOURCES,
-    timeout: float = 2.0,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
 ) -> NodeTopology:
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out, err = sys.stdout, sys.stderr
     reading = read_node(
         sysfs_root=sysfs_root,
         node_name=node_name,
@@ -116,7 +114,6 @@ def dump(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=method,
-        timeout=timeout,
         err=err,
     )
     computed = compute_topology(reading)
