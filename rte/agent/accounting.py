@@ -256,7 +256,7 @@ def _account_memory_bound(
     allocatable: AllocatableResources | None,
     pods: Sequence[PodResources],
     resources: set[str],
-    memory_state: MemoryManagerState | None,
+    checkpoints: Checkpoints,
 ) -> None:
     alloc: dict[tuple[int, str], int] = {}
     if allocatable is not None and allocatable.memory:
@@ -282,8 +282,8 @@ def _account_memory_bound(
                 ledger.note("unknown_memory_type", f"{what}: {block.memory_type} is not allocatable")
                 continue
             _spread(ledger, free, block, what)
-    if memory_state is not None:
-        _adopt_memory_state(ledger, memory_state, resources)
+    if checkpoints.memory is not None:
+        _adopt_memory_state(ledger, checkpoints.memory, resources)
 
 
 def _adopt_memory_state(ledger: _Ledger, state: MemoryManagerState, resources: set[str]) -> None:
@@ -423,9 +423,7 @@ def account(
     else:
         _account_cpu_pool(ledger, machine, config)
     if memory_bound:
-        _account_memory_bound(
-            ledger, machine, config, allocatable, pods, memory_resources, checkpoints.memory
-        )
+        _account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources, checkpoints)
     else:
         _account_memory_pool(ledger, machine, config, memory_resources)
     non_numa = _account_devices(ledger, allocatable, pods)
