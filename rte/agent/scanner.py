@@ -111,7 +111,6 @@ class CheckpointFiles:
     """
 
     def __init__(self, kubelet_root: Path | None) -> None:
-        self.kubelet_root = kubelet_root
         memory = kubelet_root / MEMORY_MANAGER_STATE if kubelet_root else None
         self._memory = _WatchedFile(memory, load_memory_manager_state, "memory manager checkpoint")
 
