@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.timing import Row, median_seconds
 from rte.agent.kubelet import SocketReader
+from rte.agent.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.host.kubelet_config import parse_kubelet_config
 from rte.host.sysfs import read_machine
@@ -60,8 +61,7 @@ def run() -> dict[str, float]:
                     reader=reader,
                     machine_loader=lambda: machine,
                     kubelet_config=_Config(),
-                    method=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
-                    informer_mode=InformerMode.DEDICATED,
+                    rules=PublishingRules(FingerprintMethod.WITH_EXCLUSIVE_RESOURCES, InformerMode.DEDICATED),
                 )
 
             warm = scanner()

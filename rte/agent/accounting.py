@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from rte.agent.reading import NO_CHECKPOINTS, Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
@@ -255,7 +256,7 @@ def _account_memory_bound(
     allocatable: AllocatableResources | None,
     pods: Sequence[PodResources],
     resources: set[str],
-    memory_state: MemoryManagerState | None,
+    checkpoints: Checkpoints,
 ) -> None:
     alloc: dict[tuple[int, str], int] = {}
     if allocatable is not None and allocatable.memory:
@@ -281,8 +282,8 @@ def _account_memory_bound(
                 ledger.note("unknown_memory_type", f"{what}: {block.memory_type} is not allocatable")
                 continue
             _spread(ledger, free, block, what)
-    if memory_state is not None:
-        _adopt_memory_state(ledger, memory_state, resources)
+    if checkpoints.memory is not None:
+        _adopt_memory_state(ledger, checkpoints.memory, resources)
 
 
 def _adopt_memory_state(ledger: _Ledger, state: MemoryManagerState, resources: set[str]) -> None:
@@ -394,11 +395,11 @@ def account(
     config: KubeletConfig | None = None,
     allocatable: AllocatableResources | None = None,
     pods: Sequence[PodResources] = (),
-    memory_state: MemoryManagerState | None = None,
+    checkpoints: Checkpoints = NO_CHECKPOINTS,
 ) -> Accounting:
     """Compute every zone of ``machine``. ``config``/``allocatable`` None mean "not known".
 
-    ``memory_state``, the kubelet's memory manager checkpoint when readable, settles how blocks
+    ``checkpoints``: the kubelet's memory manager checkpoint, when readable, settles how blocks
     that span several NUMA nodes were split (podresources cannot say).
 
     Without a config, the policies are inferred from what the kubelet reports: CPU ids in
@@ -422,7 +423,7 @@ def account(
     else:
         _account_cpu_pool(ledger, machine, config)
     if memory_bound:
-        _account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources, memory_state)
+        _account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources, checkpoints)
     else:
         _account_memory_pool(ledger, machine, config, memory_resources)
     non_numa = _account_devices(ledger, allocatable, pods)

@@ -25,7 +25,8 @@ from rte.agent.loop import Agent, HeartbeatRunner, PodSnapshots, Publishing, int
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
-from rte.agent.scanner import KubeletConfigCache, MemoryStateCache, Scanner, ZoneAttributes
+from rte.agent.reading import PublishingRules
+from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
 from rte.agent.watch import FileWatcher, WatchSpec
@@ -216,14 +217,16 @@ class AgentApp:
             reader=self.reader,
             machine_loader=lambda: read_machine(settings.sysfs_root, pci=False),
             kubelet_config=KubeletConfigCache(settings.kubelet_config, settings.kubelet_config_dir),
-            method=settings.fingerprint_method,
-            informer_mode=settings.informer_mode,
-            exclude=[PodGlob.parse(g) for g in settings.pod_exclude],
+            rules=PublishingRules(
+                settings.fingerprint_method,
+                settings.informer_mode,
+                tuple(PodGlob.parse(g) for g in settings.pod_exclude),
+            ),
+            checkpoints=CheckpointFiles(Path(settings.kubelet_root)),
             zone_attributes=_zone_load(settings),
             on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
                 method=method, kind=kind
             ),
-            memory_state=MemoryStateCache(Path(settings.kubelet_root) / MEMORY_MANAGER_STATE),
         )
         self.cluster: _Cluster | None = None
         try:

@@ -1,15 +1,72 @@
-"""Assemble the NodeTopology the agent publishes from the accounting and the kubelet settings."""
+"""Assemble the NodeTopology the agent publishes: every rule about what the object says.
+
+* Topology Manager attributes follow the scheduler-plugins convention (the kubelet field name in
+  camelCase, the kubelet value verbatim), with the kubelet's defaults applied, so an unset policy
+  is published as ``none`` rather than ``""``. ``cpuManagerPolicy``, ``memoryManagerPolicy`` and
+  ``reservedSystemCPUs`` are informational.
+* Boolean Topology Manager policy options become ``topologyManagerOption<CamelCase>`` with
+  ``true``/``false``; ``max-allowable-numa-nodes`` is ``topologyManagerMaxNUMANodes`` instead.
+* The deprecated ``topologyPolicies`` is kept consistent with policy and scope for old consumers.
+* Device resources without NUMA locality are listed in one node-level attribute.
+* The pod fingerprint, its method and the legacy annotation are published whenever pods were
+  counted, also for an empty set.
+
+The attribute names are in :mod:`rte.model.attributes`, shared with the consumer.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rte.agent.accounting import Accounting
-from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_config import MAX_ALLOWABLE_NUMA_NODES, KubeletConfig, go_bool
 from rte.model import attributes as names
 from rte.model import fingerprint as fp
-from rte.model.topology import Attribute, NodeTopology, OwnerReference
+from rte.model.cpuset import format_cpuset
+from rte.model.topology import Attribute, NodeTopology
+from rte.model.topology_manager import LEGACY_TOPOLOGY_POLICIES, LEGACY_TOPOLOGY_POLICY_NONE
 from rte.model.vocabulary import FingerprintMethod
+
+# The deprecated NRT ``topologyPolicies`` value of each (policy, scope); old consumers read it.
+_LEGACY_TOPOLOGY_POLICY_OF = {v: k for k, v in LEGACY_TOPOLOGY_POLICIES.items()}
+
+
+def legacy_topology_policy(config: KubeletConfig) -> str:
+    """The deprecated ``topologyPolicies`` value matching the config's policy and scope."""
+    key = (config.topology_manager_policy, config.topology_manager_scope)
+    return _LEGACY_TOPOLOGY_POLICY_OF.get(key, LEGACY_TOPOLOGY_POLICY_NONE)
+
+
+def config_attributes(config: KubeletConfig) -> list[tuple[str, str]]:
+    """The node-level attributes the kubelet config gives, sorted by name.
+
+    Names follow the convention of kubernetes-sigs/scheduler-plugins
+    ``pkg/noderesourcetopology/README.md`` ("Topology Manager configuration"): the kubelet config
+    field in camelCase, its value verbatim.
+    """
+    attrs: dict[str, str] = {
+        names.TOPOLOGY_MANAGER_POLICY: config.topology_manager_policy,
+        names.TOPOLOGY_MANAGER_SCOPE: config.topology_manager_scope,
+        names.TOPOLOGY_MANAGER_MAX_NUMA_NODES: str(config.max_numa_nodes),
+        names.CPU_MANAGER_POLICY: config.cpu_manager_policy,
+        names.MEMORY_MANAGER_POLICY: config.memory_manager_policy,
+    }
+    for option, value in config.topology_manager_policy_options.items():
+        if option == MAX_ALLOWABLE_NUMA_NODES:
+            continue  # published as topologyManagerMaxNUMANodes
+        flag = go_bool(value)
+        # The convention only defines true/false values; an option the kubelet might add later
+        # with another kind of value has no attribute form, so it is left out.
+        if flag is not None:
+            attrs[names.TOPOLOGY_MANAGER_OPTION_PREFIX + _camel_case(option)] = "true" if flag else "false"
+    if config.reserved_system_cpus:
+        attrs[names.RESERVED_SYSTEM_CPUS] = format_cpuset(config.reserved_system_cpus)
+    return sorted(attrs.items())
+
+
+def _camel_case(option: str) -> str:
+    """``prefer-closest-numa-nodes`` -> ``PreferClosestNumaNodes``."""
+    return "".join(part[:1].upper() + part[1:] for part in option.split("-") if part)
 
 
 def build_topology(
@@ -19,22 +76,18 @@ def build_topology(
     config: KubeletConfig | None,
     fingerprint_pods: Sequence[tuple[str, str]] | None,
     fingerprint_method: FingerprintMethod,
-    owner: OwnerReference | None = None,
-    extra_attributes: Mapping[str, str] | None = None,
 ) -> NodeTopology:
     """The canonical object for this node.
 
-    The fingerprint, its method attribute and the legacy annotation are always published, also
-    for an empty pod set (``fingerprint_pods=None`` leaves them out: nothing was counted).
-    Topology Manager attributes come from the kubelet config (kubelet defaults applied), and the
-    deprecated ``topologyPolicies`` is kept consistent with them for old consumers.
+    ``config`` None (no kubelet config known): no Topology Manager attributes, no
+    ``topologyPolicies``. ``fingerprint_pods`` None: nothing was counted, so no fingerprint.
     """
     attrs: dict[str, str] = {}
     annotations: dict[str, str] = {}
     policies: tuple[str, ...] = ()
     if config is not None:
-        attrs.update(config.nrt_attributes())
-        policies = (config.topology_policies,)
+        attrs.update(config_attributes(config))
+        policies = (legacy_topology_policy(config),)
     if accounting.non_numa_devices:
         attrs[names.NON_NUMA_DEVICES] = ",".join(f"{k}={v}" for k, v in accounting.non_numa_devices.items())
     if fingerprint_pods is not None:
@@ -42,13 +95,10 @@ def build_topology(
         attrs[fp.ATTRIBUTE] = sign
         attrs[fp.ATTRIBUTE_METHOD] = fingerprint_method.value
         annotations[fp.ANNOTATION] = sign
-    if extra_attributes:
-        attrs.update(extra_attributes)
     return NodeTopology(
         name=node_name,
         zones=accounting.zones,
         attributes=tuple(Attribute(k, v) for k, v in attrs.items()),
         topology_policies=policies,
         annotations=annotations,
-        owner_references=(owner,) if owner else (),
     ).canonical()

@@ -1,77 +1,70 @@
-"""From what was read (machine, kubelet config, allocatable, List) to the object to publish.
+"""From one reading of the node to the object to publish: the agent's one pure pipeline.
 
-One pure function shared by ``rte run`` (every cycle) and ``rte dump`` (once), so both always
-produce the same object for the same inputs.
+``rte run`` (every cycle), ``rte dump`` (once) and the simulator's agent all call
+:func:`compute_topology`, so they always produce the same object for the same reading:
+accounting (:func:`rte.agent.accounting.account`), the fingerprinted pod set
+(:func:`rte.agent.podset.fingerprint_pods`), the zone attributes, then the object
+(:func:`rte.agent.builder.build_topology`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from rte.agent.accounting import Accounting, account
 from rte.agent.builder import build_topology
-from rte.agent.podset import PodGlob, fingerprint_pods
-from rte.host.kubelet_config import KubeletConfig
-from rte.host.kubelet_state import MemoryManagerState
-from rte.host.machine import Machine
-from rte.model.pod import Pod
+from rte.agent.podset import fingerprint_pods
+from rte.agent.reading import NodeReading
 from rte.model.topology import Attribute, NodeTopology, Zone
-from rte.model.vocabulary import FingerprintMethod, InformerMode
-from rte.podres.types import AllocatableResources, PodResources
+from rte.podres.types import AllocatableResources
 
 
 @dataclass(frozen=True)
-class KubeletInputs:
-    """What the kubelet said. ``allocatable`` None: it does not offer GetAllocatableResources."""
+class Computed:
+    """The object, the accounting behind it, and the pods its fingerprint covers.
 
-    allocatable: AllocatableResources | None
-    pods: tuple[PodResources, ...]
-
-
-def compute_topology(
-    machine: Machine,
-    node_name: str,
-    config: KubeletConfig | None,
-    kubelet: KubeletInputs | None,
-    method: FingerprintMethod,
-    *,
-    specs: Mapping[tuple[str, str], Pod] | None = None,
-    informer_mode: InformerMode = InformerMode.DEDICATED,
-    exclude: Iterable[PodGlob] = (),
-    zone_attributes: Mapping[int, Mapping[str, str]] | None = None,
-    memory_state: MemoryManagerState | None = None,
-) -> tuple[NodeTopology, Accounting]:
-    """The canonical NodeTopology and the accounting behind it.
-
-    ``kubelet`` None means no kubelet data at all (hardware capacity, no fingerprint). With a
-    kubelet lacking GetAllocatableResources, allocatable is derived from sysfs and the config.
-    ``specs`` (pods bound to this node, from the API) switches the fingerprint to the spec rule.
-    ``zone_attributes`` (NUMA id -> attributes, e.g. zone load) are added to the zones.
-    ``memory_state`` (the memory manager checkpoint) settles multi-NUMA memory blocks.
+    ``fingerprinted`` None: no kubelet data, so nothing was counted and no fingerprint published.
     """
-    allocatable = None
-    pods: tuple[PodResources, ...] = ()
-    if kubelet is not None:
+
+    topology: NodeTopology
+    accounting: Accounting
+    fingerprinted: tuple[tuple[str, str], ...] | None
+
+
+def compute_topology(reading: NodeReading) -> Computed:
+    """The canonical NodeTopology for ``reading`` (see :class:`~rte.agent.reading.NodeReading`)."""
+    kubelet = reading.kubelet
+    if kubelet is None:
+        accounting = account(reading.machine, reading.config)
+        counted = None
+    else:
+        # A kubelet without GetAllocatableResources: allocatable comes from sysfs and the config.
         allocatable = kubelet.allocatable if kubelet.allocatable is not None else AllocatableResources()
-        pods = kubelet.pods
-    accounting = account(machine, config, allocatable, pods, memory_state if kubelet is not None else None)
-    counted = None
-    if kubelet is not None:
-        counted = fingerprint_pods(
-            pods,
-            method,
-            specs=specs,
-            published_resources={r.name for z in accounting.zones for r in z.resources},
-            informer_mode=informer_mode,
-            exclude=exclude,
+        accounting = account(reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints)
+        rules = reading.rules
+        counted = tuple(
+            fingerprint_pods(
+                kubelet.pods,
+                rules.method,
+                specs=reading.specs,
+                published_resources={r.name for z in accounting.zones for r in z.resources},
+                informer_mode=rules.informer_mode,
+                exclude=rules.exclude,
+            )
         )
-    if zone_attributes:
-        accounting = replace(accounting, zones=_with_zone_attributes(accounting.zones, zone_attributes))
+    if reading.zone_attributes:
+        accounting = replace(
+            accounting, zones=_with_zone_attributes(accounting.zones, reading.zone_attributes)
+        )
     topology = build_topology(
-        node_name, accounting, config=config, fingerprint_pods=counted, fingerprint_method=method
+        reading.node_name,
+        accounting,
+        config=reading.config,
+        fingerprint_pods=counted,
+        fingerprint_method=reading.rules.method,
     )
-    return topology, accounting
+    return Computed(topology, accounting, counted)
 
 
 def _with_zone_attributes(

@@ -13,6 +13,7 @@ A scenario directory (``rte run --podresources DIR``) is read through
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -112,6 +113,26 @@ class DirectoryReader:
 
     def close(self) -> None:
         return None
+
+
+# A one-shot command (rte dump, rte fingerprint) makes three calls: the kubelet's own limit
+# (100 QPS, burst 10) is far away.
+ONE_SHOT_QPS = 20.0
+ONE_SHOT_BURST = 5
+
+
+def may_answer(endpoint: str) -> bool:
+    """False when ``endpoint`` names a unix socket that does not exist: no kubelet can answer.
+
+    One-shot commands then skip importing grpc and waiting for a socket that is not there.
+    """
+    if endpoint.startswith("unix://"):
+        path: str | None = endpoint[len("unix://") :]
+    elif endpoint.startswith(("/", ".")):
+        path = endpoint
+    else:
+        path = None
+    return path is None or os.path.exists(path)
 
 
 def open_reader(endpoint: str, *, timeout: float, qps: float, burst: int) -> KubeletReader:

@@ -1,4 +1,5 @@
-"""The agent's reading side, with the state that lives across cycles.
+"""The agent's reading side: a :class:`~rte.agent.reading.NodeReading` per cycle, with the state
+that lives across cycles.
 
 * the machine (sysfs) is read at start and again when allocatable is refreshed (hugepage pools
   and online CPUs can change at runtime);
@@ -7,7 +8,10 @@
 * ``GetAllocatableResources`` is cached and re-read only when marked stale (periodically, on
   device plugin changes, after the kubelet came back); a kubelet without it is remembered, so it
   costs one warning, not one per cycle;
-* the last List is kept with its digest, so a poll can tell "changed" from "same again".
+* the last List is kept with its digest, so a poll can tell "changed" from "same again";
+* the kubelet's checkpoint files are re-read only when they change.
+
+``rte dump`` uses the same scanner for one reading, so it shows what ``rte run`` would publish.
 
 Errors: :class:`~rte.errors.UnavailableError` (kubelet down), :class:`~rte.errors.InputError`
 (bad data); each kubelet failure is reported to ``on_kubelet_error(method, kind)`` first.
@@ -18,23 +22,22 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from rte.agent.accounting import Accounting
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
 from rte.agent.kubelet import KubeletReader, Listing
-from rte.agent.podset import PodGlob
+from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_config_files import load_kubelet_config
-from rte.host.kubelet_state import MemoryManagerState, load_memory_manager_state
+from rte.host.kubelet_state import MEMORY_MANAGER_STATE, load_memory_manager_state
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import AllocatableResources
 
 log = logging.getLogger(__name__)
@@ -61,7 +64,6 @@ class Scan:
 
     topology: NodeTopology
     accounting: Accounting
-    listing: Listing
     seconds: float
 
 
@@ -73,32 +75,47 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-class MemoryStateCache:
-    """The kubelet's memory manager checkpoint, re-read only when the file changes.
+class _WatchedFile(Generic[T]):
+    """One optional file, parsed again only when it changed (by inode, size and mtime).
 
-    Optional truth: it settles how multi-NUMA memory blocks were split (see
-    :func:`rte.agent.accounting.account`). Absent (not mounted, no Static policy) or unreadable
-    means None: accounting then relies on podresources alone, with one warning per bad version.
+    Absent means None; unreadable means None with one warning per bad version of the file.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, load: Callable[[Path], T], what: str) -> None:
         self.path = path
+        self._load = load
+        self._what = what
         self._key: object = None
-        self._state: MemoryManagerState | None = None
+        self._value: T | None = None
 
-    def get(self) -> MemoryManagerState | None:
+    def get(self) -> T | None:
         if self.path is None:
             return None
         key = _stamp(self.path)
         if key != self._key:
             self._key = key
-            self._state = None
+            self._value = None
             if key is not None:
                 try:
-                    self._state = load_memory_manager_state(self.path)
+                    self._value = self._load(self.path)
                 except InputError as e:
-                    log.warning("ignoring the memory manager checkpoint: %s", e)
-        return self._state
+                    log.warning("ignoring the %s: %s", self._what, e)
+        return self._value
+
+
+class CheckpointFiles:
+    """The kubelet's resource manager checkpoints under its root dir, each re-read on change.
+
+    Optional truth (see :class:`~rte.agent.reading.Checkpoints`): a file that is absent (not
+    mounted, no static policy) or unreadable is None, and accounting relies on podresources.
+    """
+
+    def __init__(self, kubelet_root: Path | None) -> None:
+        memory = kubelet_root / MEMORY_MANAGER_STATE if kubelet_root else None
+        self._memory = _WatchedFile(memory, load_memory_manager_state, "memory manager checkpoint")
+
+    def read(self) -> Checkpoints:
+        return Checkpoints(memory=self._memory.get())
 
 
 class KubeletConfigCache:
@@ -134,51 +151,51 @@ class KubeletConfigCache:
 
 
 class Scanner:
-    """Reads the node and computes its NodeTopology; used by the loop thread only."""
+    """Reads the node into a :class:`~rte.agent.reading.NodeReading`; used by the loop thread only.
+
+    ``reader`` None: there is no kubelet to ask (``rte dump`` when nothing answers); readings then
+    hold the machine and the kubelet config only.
+    """
 
     def __init__(
         self,
         *,
         node_name: str,
-        reader: KubeletReader,
+        reader: KubeletReader | None,
         machine_loader: Callable[[], Machine],
         kubelet_config: KubeletConfigCache,
-        method: FingerprintMethod,
-        informer_mode: InformerMode,
-        exclude: Iterable[PodGlob] = (),
+        rules: PublishingRules,
+        checkpoints: CheckpointFiles | None = None,
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
-        clock: Callable[[], float] = time.perf_counter,
-        memory_state: MemoryStateCache | None = None,
     ) -> None:
-        self.node_name = node_name
-        self._memory_state = memory_state or MemoryStateCache(None)
+        self._node_name = node_name
         self.reader = reader
         self._load_machine = machine_loader
         self._config = kubelet_config
-        self._method = method
-        self._informer_mode = informer_mode
-        self._exclude = tuple(exclude)
+        self._rules = rules
+        self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
-        self._clock = clock
-        self.machine = machine_loader()
+        self._machine = machine_loader()
         self._machine_stale = False
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
         self.listing: Listing | None = None
 
-    def _kubelet(self, method: str, call: Callable[[], T]) -> T:
+    def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
+        if self.reader is None:
+            raise UnavailableError(f"no kubelet to call {method} on")
         try:
-            return call()
+            return call(self.reader)
         except RteError as e:
             self._on_error(method, error_kind(e))
             raise
 
     def poll(self) -> bool:
         """List now; True when the result differs from the last one seen (first time: True)."""
-        listing = self._kubelet("List", self.reader.list)
+        listing = self._kubelet("List", lambda reader: reader.list())
         changed = self.listing is None or listing.digest != self.listing.digest
         self.listing = listing
         return changed
@@ -188,14 +205,16 @@ class Scanner:
         self._allocatable_stale = True
         self._machine_stale = self._machine_stale or machine
 
-    def _refresh(self) -> None:
+    def _refresh_machine(self) -> None:
         if self._machine_stale:
-            self.machine = self._load_machine()
+            self._machine = self._load_machine()
             self._machine_stale = False
+
+    def _refresh_allocatable(self) -> None:
         if not self._allocatable_stale:
             return
         try:
-            allocatable = self._kubelet("GetAllocatableResources", self.reader.get_allocatable)
+            allocatable = self._kubelet("GetAllocatableResources", lambda reader: reader.get_allocatable())
         except NotSupportedError as e:
             if self._allocatable_supported:
                 log.warning("%s; allocatable comes from sysfs and the kubelet config", e)
@@ -210,25 +229,29 @@ class Scanner:
         self._allocatable = allocatable
         self._allocatable_stale = False
 
-    def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
-        """Compute the topology; ``fresh_list`` False reuses the last List (a poll just made it)."""
-        start = self._clock()
-        self._refresh()
+    def _read_kubelet(self, fresh_list: bool) -> KubeletReading:
+        self._refresh_allocatable()
         if fresh_list or self.listing is None:
             self.poll()
         assert self.listing is not None
-        config = self._config.get()
-        extra = self._zone_attributes(self.machine) if self._zone_attributes else None
-        topology, accounting = compute_topology(
-            self.machine,
-            self.node_name,
-            config,
-            KubeletInputs(self._allocatable, self.listing.pods),
-            self._method,
+        return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read())
+
+    def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
+        """Read the node; ``fresh_list`` False reuses the last List (a poll just made it)."""
+        self._refresh_machine()
+        kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
+        return NodeReading(
+            node_name=self._node_name,
+            machine=self._machine,
+            config=self._config.get(),
+            kubelet=kubelet,
+            rules=self._rules,
             specs=specs,
-            informer_mode=self._informer_mode,
-            exclude=self._exclude,
-            zone_attributes=extra,
-            memory_state=self._memory_state.get(),
+            zone_attributes=self._zone_attributes(self._machine) if self._zone_attributes else {},
         )
-        return Scan(topology, accounting, self.listing, self._clock() - start)
+
+    def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
+        """Read the node and compute its object (see :meth:`read`)."""
+        start = time.perf_counter()
+        computed = compute_topology(self.read(fresh_list=fresh_list, specs=specs))
+        return Scan(computed.topology, computed.accounting, time.perf_counter() - start)

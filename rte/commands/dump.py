@@ -1,89 +1,106 @@
 """``rte dump``: the NodeResourceTopology this node would publish, computed locally.
 
-Reads sysfs, and the kubelet when it is reachable (podresources socket or a scenario directory
-in the fixture layout, plus an optional kubelet config file). Without kubelet data it shows
-hardware capacity and says so on stderr. Nothing is written anywhere.
+The node is read once through the daemon's own reader (:class:`rte.agent.scanner.Scanner`: sysfs,
+the kubelet config file, podresources over the socket or a scenario directory in the fixture
+layout, the checkpoint files under ``--kubelet-dir``) and the object is computed by the same
+:func:`rte.agent.compute.compute_topology`, so it is what ``rte run --once --no-publish`` prints
+for the same inputs. Without a kubelet answering it shows hardware capacity and says so on
+stderr; the reader's warnings are shown there too. Nothing is written anywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
+import logging
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from rte.agent.compute import KubeletInputs, compute_topology
-from rte.agent.kubelet import open_reader
+from rte.agent.compute import compute_topology
+from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, KubeletReader, may_answer, open_reader
+from rte.agent.reading import NodeReading, PublishingRules
+from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner
 from rte.commands.render import render_table
-from rte.errors import ConfigError, NotSupportedError, UnavailableError
-from rte.host.kubelet_config_files import load_kubelet_config
-from rte.host.kubelet_state import MEMORY_MANAGER_STATE, MemoryManagerState, load_memory_manager_state
+from rte.errors import ConfigError, UnavailableError
 from rte.host.sysfs import read_machine
 from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.source import DEFAULT_ENDPOINT
-from rte.podres.types import AllocatableResources, PodResources
 
 DEFAULT_SYSFS = "/sys"
-# A one-shot command makes three calls: the kubelet's own limit (100 QPS, burst 10) is far away.
-ONE_SHOT_QPS = 20.0
-ONE_SHOT_BURST = 5
+KUBELET_TIMEOUT = 2.0
+"""Seconds to wait for the kubelet before showing hardware capacity instead."""
 
 
-@dataclass(frozen=True)
-class KubeletData:
-    """What the kubelet told us; ``allocatable`` None means "not known"."""
-
-    allocatable: AllocatableResources | None
-    pods: tuple[PodResources, ...]
-    source: str
-
-
-def _socket_path(endpoint: str) -> str | None:
-    if endpoint.startswith("unix://"):
-        return endpoint[len("unix://") :]
-    if endpoint.startswith("/") or endpoint.startswith("."):
-        return endpoint
-    return None
-
-
-def read_kubelet(endpoint: str, *, timeout: float, err: TextIO) -> KubeletData | None:
-    """Ask the kubelet (a socket) or read a scenario directory; None when nothing answers.
-
-    The same readers as ``rte run`` (:func:`rte.agent.kubelet.open_reader`), used once.
-    """
-    path = _socket_path(endpoint)
-    if path is not None and not os.path.exists(path):
-        return None  # no socket (and no scenario directory): skip importing grpc altogether
-    reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+@contextlib.contextmanager
+def _warnings_to(err: TextIO) -> Iterator[None]:
+    """Show the readers' logged warnings as the command's own one-line warnings on ``err``."""
+    handler = logging.StreamHandler(err)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("rte: warning: %(message)s"))
+    logger = logging.getLogger("rte")
+    logger.addHandler(handler)
     try:
-        try:
-            reader.wait_ready(timeout)
-            pods = reader.list().pods
-        except UnavailableError as e:
-            print(f"rte: warning: {e}", file=err)
-            return None
-        try:
-            allocatable: AllocatableResources | None = reader.get_allocatable()
-        except NotSupportedError as e:
-            print(f"rte: warning: {e}; allocatable comes from sysfs and the kubelet config", file=err)
-            allocatable = None
-        return KubeletData(allocatable, pods, reader.endpoint)
+        yield
     finally:
-        reader.close()
+        logger.removeHandler(handler)
 
 
-def read_memory_state(kubelet_dir: str | None) -> MemoryManagerState | None:
-    """The memory manager checkpoint under the kubelet root dir, when there is one."""
-    if not kubelet_dir:
-        return None
-    path = Path(kubelet_dir) / MEMORY_MANAGER_STATE
-    return load_memory_manager_state(path) if path.is_file() else None
+def read_node(
+    *,
+    sysfs_root: str | None,
+    node_name: str | None,
+    podresources: str | None = None,
+    kubelet_config: str | None = None,
+    kubelet_dir: str | None = None,
+    method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+    timeout: float = KUBELET_TIMEOUT,
+    err: TextIO,
+) -> NodeReading:
+    """One reading through the daemon's scanner; ``reading.kubelet`` is None when none answered."""
+    name = node_name or socket.gethostname().lower()  # as rte run names its object
+    problem = object_name_problem(name)
+    if problem:
+        raise ConfigError(
+            "--node-name", problem if node_name else f"{problem} (the host name; give --node-name)"
+        )
+    machine = read_machine(Path(sysfs_root or DEFAULT_SYSFS))  # PCI devices too, for the table
+    config = KubeletConfigCache(Path(kubelet_config) if kubelet_config else None, None)
+    config.get()  # a bad file is reported before the kubelet is asked
+    checkpoints = CheckpointFiles(Path(kubelet_dir) if kubelet_dir else None)
+
+    def scanner(reader: KubeletReader | None) -> Scanner:
+        return Scanner(
+            node_name=name,
+            reader=reader,
+            machine_loader=lambda: machine,
+            kubelet_config=config,
+            rules=PublishingRules(method),
+            checkpoints=checkpoints,
+        )
+
+    endpoint = podresources or DEFAULT_ENDPOINT
+    with _warnings_to(err):
+        if may_answer(endpoint):
+            reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+            try:
+                reader.wait_ready(timeout)
+                return scanner(reader).read(fresh_list=True)
+            except UnavailableError as e:
+                print(f"rte: warning: {e}", file=err)
+            finally:
+                reader.close()
+        print(
+            f"rte: no kubelet podresources at {endpoint}: showing hardware capacity"
+            " (allocatable = available = capacity)",
+            file=err,
+        )
+        return scanner(None).read(fresh_list=True)
 
 
 def dump(
@@ -95,36 +112,19 @@ def dump(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
-    timeout: float = 2.0,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
 ) -> NodeTopology:
-    out = out or sys.stdout
-    err = err or sys.stderr
-    name = node_name or socket.gethostname().lower()  # as rte run names its object
-    problem = object_name_problem(name)
-    if problem:
-        raise ConfigError(
-            "--node-name", problem if node_name else f"{problem} (the host name; give --node-name)"
-        )
-    machine = read_machine(Path(sysfs_root or DEFAULT_SYSFS))
-    config = load_kubelet_config(Path(kubelet_config)) if kubelet_config else None
-    endpoint = podresources or DEFAULT_ENDPOINT
-    kubelet = read_kubelet(endpoint, timeout=timeout, err=err)
-    if kubelet is None:
-        print(
-            f"rte: no kubelet podresources at {endpoint}: showing hardware capacity"
-            " (allocatable = available = capacity)",
-            file=err,
-        )
-    topology, accounting = compute_topology(
-        machine,
-        name,
-        config,
-        KubeletInputs(kubelet.allocatable, kubelet.pods) if kubelet else None,
-        method,
-        memory_state=read_memory_state(kubelet_dir),
+    out, err = sys.stdout, sys.stderr
+    reading = read_node(
+        sysfs_root=sysfs_root,
+        node_name=node_name,
+        podresources=podresources,
+        kubelet_config=kubelet_config,
+        kubelet_dir=kubelet_dir,
+        method=method,
+        err=err,
     )
+    computed = compute_topology(reading)
+    topology, accounting = computed.topology, computed.accounting
     for finding in accounting.findings:
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
     if output == "json":
@@ -135,5 +135,5 @@ def dump(
 
         yaml.safe_dump(to_nrt(topology), out, sort_keys=False, default_flow_style=False)
     else:
-        out.write(render_table(topology, machine))
+        out.write(render_table(topology, reading.machine))
     return topology

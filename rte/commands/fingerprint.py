@@ -70,18 +70,21 @@ def read_pod_lines(stream: TextIO) -> list[tuple[str, str]]:
         raise InputError(getattr(stream, "name", "input"), f"not UTF-8 text: {e.reason}") from e
 
 
-def kubelet_pods(
-    endpoint: str, *, method: FingerprintMethod, timeout: float = 5.0, err: TextIO | None = None
-) -> list[tuple[str, str]]:
+def kubelet_pods(endpoint: str, *, method: FingerprintMethod, timeout: float = 5.0) -> list[tuple[str, str]]:
     """The pods a live kubelet (or a scenario directory) lists that ``method`` counts.
 
     Without pod specs, ``with-exclusive-resources`` counts the pods the kubelet assigned
     exclusive resources to (see :mod:`rte.agent.podset`).
     """
+    from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, may_answer, open_reader
     from rte.agent.podset import fingerprint_pods
-    from rte.commands.dump import read_kubelet
 
-    kubelet = read_kubelet(endpoint, timeout=timeout, err=err or sys.stderr)
-    if kubelet is None:
+    if not may_answer(endpoint):
         raise UnavailableError(f"no kubelet podresources at {endpoint}")
-    return fingerprint_pods(kubelet.pods, method)
+    reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+    try:
+        reader.wait_ready(timeout)
+        pods = reader.list().pods
+    finally:
+        reader.close()
+    return fingerprint_pods(pods, method)

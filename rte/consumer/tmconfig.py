@@ -27,26 +27,14 @@ from rte.model.attributes import (
 from rte.model.topology import Attribute, NodeTopology
 from rte.model.topology_manager import (
     DEFAULT_MAX_NUMA_NODES,
-    POLICY_BEST_EFFORT,
+    LEGACY_TOPOLOGY_POLICIES,
     POLICY_NONE,
-    POLICY_RESTRICTED,
     POLICY_SINGLE_NUMA_NODE,
     SCOPE_CONTAINER,
     SCOPE_POD,
 )
 
 MAX_NUMA_NODES_CAP = 1024
-
-# The deprecated enum of topologyPolicies[0]; the bare "Restricted", "BestEffort" and "None"
-# carry no scope and leave the defaults alone, like every unknown value.
-_LEGACY_POLICIES: dict[str, tuple[str, str]] = {
-    "SingleNUMANodeContainerLevel": (POLICY_SINGLE_NUMA_NODE, SCOPE_CONTAINER),
-    "SingleNUMANodePodLevel": (POLICY_SINGLE_NUMA_NODE, SCOPE_POD),
-    "RestrictedContainerLevel": (POLICY_RESTRICTED, SCOPE_CONTAINER),
-    "RestrictedPodLevel": (POLICY_RESTRICTED, SCOPE_POD),
-    "BestEffortContainerLevel": (POLICY_BEST_EFFORT, SCOPE_CONTAINER),
-    "BestEffortPodLevel": (POLICY_BEST_EFFORT, SCOPE_POD),
-}
 
 _INT64_MAX = 2**63 - 1
 
@@ -88,7 +76,9 @@ def tm_config_from_parts(
     """Derive the config from the deprecated ``topologyPolicies`` list and the node attributes."""
     policy, scope, max_numa = POLICY_NONE, SCOPE_CONTAINER, DEFAULT_MAX_NUMA_NODES
     for first in topology_policies:
-        policy, scope = _LEGACY_POLICIES.get(first, (policy, scope))
+        # A bare "Restricted", "BestEffort" or "None" carries no scope: like every unknown
+        # value it leaves the defaults alone.
+        policy, scope = LEGACY_TOPOLOGY_POLICIES.get(first, (policy, scope))
         break  # only element [0] counts
     for attr in attributes:
         if attr.name == TOPOLOGY_MANAGER_SCOPE and attr.value in TOPOLOGY_SCOPES:

@@ -11,6 +11,8 @@ Sources, auto-detected from the decoded document:
 
 Absent fields get the kubelet's defaults. The reference agent skips this and publishes ``""``
 for an unset policy, which the consumer reads as ``none``; we publish what the kubelet runs.
+This module only says what the configuration is; what the NRT object says about it (attribute
+names and values, the deprecated ``topologyPolicies``) is decided in :mod:`rte.agent.builder`.
 
 Values the kubelet would refuse to start with (an unknown policy, a malformed cpuset or quantity)
 raise :class:`~rte.errors.InputError` naming the file, the field and the value: the kubelet cannot
@@ -34,7 +36,7 @@ from typing import Any
 
 from rte.errors import InputError
 from rte.model import attributes
-from rte.model.cpuset import format_cpuset, parse_cpuset
+from rte.model.cpuset import parse_cpuset
 from rte.model.quantity import ceil_value, milli_value, parse_quantity
 from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES
 
@@ -43,9 +45,6 @@ TOPOLOGY_MANAGER_SCOPES = attributes.TOPOLOGY_SCOPES
 CPU_MANAGER_POLICIES = ("none", "static")
 # The memory manager's policy names are capitalised, unlike every other policy field.
 MEMORY_MANAGER_POLICIES = ("None", "Static")
-
-# Informational, same naming convention as the Topology Manager attributes.
-RESERVED_SYSTEM_CPUS_ATTRIBUTE = "reservedSystemCPUs"
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
@@ -62,17 +61,6 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = {
 
 _CONFIG_API_GROUP = "kubelet.config.k8s.io/"
 _OPENSHIFT_API_GROUP = "machineconfiguration.openshift.io/"
-
-# The deprecated NRT ``topologyPolicies`` enum, by (policy, scope). The bare ``Restricted`` and
-# ``BestEffort`` values are never produced: the consumer ignores them.
-_TOPOLOGY_POLICY_ENUM = {
-    ("single-numa-node", "container"): "SingleNUMANodeContainerLevel",
-    ("single-numa-node", "pod"): "SingleNUMANodePodLevel",
-    ("restricted", "container"): "RestrictedContainerLevel",
-    ("restricted", "pod"): "RestrictedPodLevel",
-    ("best-effort", "container"): "BestEffortContainerLevel",
-    ("best-effort", "pod"): "BestEffortPodLevel",
-}
 
 # Go strconv.ParseBool, which the kubelet uses for boolean policy options.
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -111,11 +99,6 @@ class KubeletConfig:
     source: str = field(default="<defaults>", compare=False)
     """Where the settings came from, for messages."""
 
-    @property
-    def topology_policies(self) -> str:
-        """The deprecated NRT ``topologyPolicies`` value matching policy and scope."""
-        return _TOPOLOGY_POLICY_ENUM.get((self.topology_manager_policy, self.topology_manager_scope), "None")
-
     def hard_eviction_memory(self, capacity: int) -> int:
         """Bytes the ``memory.available`` hard threshold holds back on a node of ``capacity`` bytes.
 
@@ -130,44 +113,9 @@ class KubeletConfig:
             return math.floor(capacity * threshold.fraction)
         return threshold
 
-    def nrt_attributes(self) -> list[tuple[str, str]]:
-        """Top-level NRT attributes for these settings, sorted by name.
 
-        Names follow the convention of kubernetes-sigs/scheduler-plugins
-        ``pkg/noderesourcetopology/README.md`` ("Topology Manager configuration"): the kubelet
-        config field in camelCase, its value verbatim.
-
-        The Topology Manager ones are what the consumer reads; ``cpuManagerPolicy``,
-        ``memoryManagerPolicy`` and ``reservedSystemCPUs`` are informational.
-        """
-        attrs: dict[str, str] = {
-            attributes.TOPOLOGY_MANAGER_POLICY: self.topology_manager_policy,
-            attributes.TOPOLOGY_MANAGER_SCOPE: self.topology_manager_scope,
-            attributes.TOPOLOGY_MANAGER_MAX_NUMA_NODES: str(self.max_numa_nodes),
-            attributes.CPU_MANAGER_POLICY: self.cpu_manager_policy,
-            attributes.MEMORY_MANAGER_POLICY: self.memory_manager_policy,
-        }
-        for name, value in self.topology_manager_policy_options.items():
-            if name == MAX_ALLOWABLE_NUMA_NODES:
-                continue  # published as topologyManagerMaxNUMANodes
-            flag = _go_bool(value)
-            # The convention only defines true/false values; an option the kubelet might add
-            # later with another kind of value has no attribute form, so it is left out.
-            if flag is not None:
-                attrs[attributes.TOPOLOGY_MANAGER_OPTION_PREFIX + _camel_case(name)] = (
-                    "true" if flag else "false"
-                )
-        if self.reserved_system_cpus:
-            attrs[RESERVED_SYSTEM_CPUS_ATTRIBUTE] = format_cpuset(self.reserved_system_cpus)
-        return sorted(attrs.items())
-
-
-def _camel_case(option: str) -> str:
-    """``prefer-closest-numa-nodes`` -> ``PreferClosestNumaNodes``."""
-    return "".join(part[:1].upper() + part[1:] for part in option.split("-") if part)
-
-
-def _go_bool(value: str) -> bool | None:
+def go_bool(value: str) -> bool | None:
+    """Go's ``strconv.ParseBool``, which the kubelet uses for boolean options; None when not one."""
     if value in _GO_TRUE:
         return True
     if value in _GO_FALSE:
@@ -319,7 +267,7 @@ def _eviction_hard(fields: _Fields) -> dict[str, str]:
 def _feature_gates(fields: _Fields) -> dict[str, bool]:
     result: dict[str, bool] = {}
     for gate, value in (fields.mapping("featureGates") or {}).items():
-        flag = value if isinstance(value, bool) else _go_bool(str(value))
+        flag = value if isinstance(value, bool) else go_bool(str(value))
         if flag is None:
             raise InputError(fields.where(f"featureGates.{gate}"), f"not a boolean: {value!r}")
         result[str(gate)] = flag
@@ -343,7 +291,7 @@ def _max_numa_nodes(options: Mapping[str, str], fields: _Fields) -> int:
 
 def _check_options(options: Mapping[str, str], fields: _Fields) -> None:
     value = options.get(PREFER_CLOSEST_NUMA_NODES)
-    if value is not None and _go_bool(value) is None:
+    if value is not None and go_bool(value) is None:
         where = fields.where(f"topologyManagerPolicyOptions.{PREFER_CLOSEST_NUMA_NODES}")
         raise InputError(where, f"not a boolean: {value!r}")
 

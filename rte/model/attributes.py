@@ -19,6 +19,7 @@ __all__ = [
     "HEARTBEAT_LEASE_NAMESPACE",
     "MEMORY_MANAGER_POLICY",
     "NON_NUMA_DEVICES",
+    "RESERVED_SYSTEM_CPUS",
     "TOPOLOGY_MANAGER_MAX_NUMA_NODES",
     "TOPOLOGY_MANAGER_OPTION_PREFIX",
     "TOPOLOGY_MANAGER_POLICY",
@@ -35,6 +36,8 @@ TOPOLOGY_MANAGER_MAX_NUMA_NODES = "topologyManagerMaxNUMANodes"
 TOPOLOGY_MANAGER_OPTION_PREFIX = "topologyManagerOption"
 CPU_MANAGER_POLICY = "cpuManagerPolicy"
 MEMORY_MANAGER_POLICY = "memoryManagerPolicy"
+RESERVED_SYSTEM_CPUS = "reservedSystemCPUs"
+"""Node-level attribute, informational: the kubelet's ``reservedSystemCPUs`` as a cpuset."""
 
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 TOPOLOGY_SCOPES = ("container", "pod")

@@ -1,20 +1,18 @@
-"""A simulated node agent: the real accounting, pod-set and builder code over a simulated kubelet.
+"""A simulated node agent: the real agent pipeline over a simulated kubelet.
 
-Each publish reads the kubelet's ``List`` and allocatable, runs
-:func:`rte.agent.accounting.account`, picks the fingerprinted pods with
-:func:`rte.agent.podset.fingerprint_pods` (the pods bound to the node, as the daemon's pod watch
-sees them, and what the kubelet lists) and assembles the object with
-:func:`rte.agent.builder.build_topology`. Like the real agent it skips the write when the object
-is identical to the last one it wrote.
+Each publish reads the node into a :class:`~rte.agent.reading.NodeReading` (the kubelet's
+``List`` and allocatable, the hardware and kubelet config, the pods bound to the node as the
+daemon's pod watch sees them) and computes the object with the daemon's own
+:func:`rte.agent.compute.compute_topology`. Like the real agent it skips the write when the
+object is identical to the last one it wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rte.agent.accounting import account
-from rte.agent.builder import build_topology
-from rte.agent.podset import fingerprint_pods
+from rte.agent.compute import compute_topology
+from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod, InformerMode
@@ -37,34 +35,39 @@ class SimAgent:
         self.node_name = node_name
         self.hardware = hardware
         self.kubelet = kubelet
-        self.method = method
-        self.informer_mode = informer_mode
+        self.rules = PublishingRules(method, informer_mode)
         self.last: NodeTopology | None = None
         self.findings = 0
         """Accounting findings seen (each is an inconsistency between kubelet and hardware)."""
 
-    def snapshot(self, specs: Mapping[tuple[str, str], Pod]) -> tuple[NodeTopology, list[tuple[str, str]]]:
-        """The object for the current kubelet state and the pods its fingerprint covers."""
+    def read(self, specs: Mapping[tuple[str, str], Pod]) -> NodeReading:
+        """What the daemon would read: the kubelet's List and allocatable, the pods bound here.
+
+        The simulated kubelet writes no checkpoint files and the simulation excludes no pods and
+        publishes no zone load, so those parts of the reading stay empty.
+        """
         hw = self.hardware
-        listed = self.kubelet.listing()
-        accounting = account(hw.machine, hw.config, hw.allocatable, listed)
-        self.findings += len(accounting.findings)
-        names = {res.name for zone in accounting.zones for res in zone.resources}
-        keys = fingerprint_pods(
-            listed, self.method, specs=specs, published_resources=names, informer_mode=self.informer_mode
-        )
-        topology = build_topology(
-            self.node_name,
-            accounting,
+        return NodeReading(
+            node_name=self.node_name,
+            machine=hw.machine,
             config=hw.config,
-            fingerprint_pods=keys,
-            fingerprint_method=self.method,
+            kubelet=KubeletReading(hw.allocatable, self.kubelet.listing()),
+            rules=self.rules,
+            specs=specs,
         )
-        return topology, keys
+
+    def snapshot(
+        self, specs: Mapping[tuple[str, str], Pod]
+    ) -> tuple[NodeTopology, tuple[tuple[str, str], ...]]:
+        """The object for the current kubelet state and the pods its fingerprint covers."""
+        computed = compute_topology(self.read(specs))
+        self.findings += len(computed.accounting.findings)
+        assert computed.fingerprinted is not None  # the simulated kubelet always answers
+        return computed.topology, computed.fingerprinted
 
     def publish(
         self, specs: Mapping[tuple[str, str], Pod]
-    ) -> tuple[NodeTopology, list[tuple[str, str]]] | None:
+    ) -> tuple[NodeTopology, tuple[tuple[str, str], ...]] | None:
         """One cycle: the new object and its pod set, or None when nothing changed (no write)."""
         topology, keys = self.snapshot(specs)
         if topology == self.last:

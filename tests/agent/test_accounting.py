@@ -3,6 +3,7 @@
 from fractions import Fraction
 
 from rte.agent.accounting import account, hugepages_resource
+from rte.agent.reading import Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.model.topology import ResourceInfo, Zone
@@ -302,7 +303,7 @@ def test_the_memory_manager_checkpoint_settles_how_a_multi_numa_block_was_split(
         policy="static", machine_state={0: table(4 * GiB), 2: table(4 * GiB)}, containers={}, pods={}
     )
     guessed = account(_machine(), STATIC, alloc, pods)
-    settled = account(_machine(), STATIC, alloc, pods, memory_state=state)
+    settled = account(_machine(), STATIC, alloc, pods, Checkpoints(memory=state))
     assert [_res(z, "memory").available for z in guessed.zones] == [0, 8 * GiB]
     assert [_res(z, "memory").available for z in settled.zones] == [4 * GiB, 4 * GiB]
     assert {f.kind for f in settled.findings} == {"memory_state_differs"}

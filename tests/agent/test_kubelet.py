@@ -14,9 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from rte.agent.accounting import account
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
+from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, open_reader
+from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.cli import main
-from rte.commands.dump import read_kubelet
+from rte.commands.dump import read_node
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
@@ -47,6 +49,14 @@ def _dump_json(*args: str) -> tuple[dict, str]:  # type: ignore[type-arg]
     return json.loads(result.stdout), result.stderr
 
 
+def _kubelet_part(endpoint: str, timeout: float) -> KubeletReading | None:
+    """What ``rte dump`` read from the kubelet at ``endpoint``; None when nothing answered."""
+    reading = read_node(
+        sysfs_root=str(R640), node_name="n", podresources=endpoint, timeout=timeout, err=io.StringIO()
+    )
+    return reading.kubelet
+
+
 @pytest.mark.parametrize("scenario", [STATIC, NONE])
 def test_socket_and_files_give_the_same_object(scenario: Path) -> None:
     config = ["--kubelet-config", str(STATIC_CONFIG)] if scenario == STATIC else []
@@ -75,11 +85,15 @@ def test_large_sparse_node_over_the_socket(tmp_path: Path) -> None:
         cpu_manager_policy="static", memory_manager_policy="Static", reserved_system_cpus=frozenset({0, 1})
     )
     with FakeKubelet(scenario=scenario.write(tmp_path / "large")) as kubelet:
-        data = read_kubelet(kubelet.endpoint, timeout=5, err=io.StringIO())
-    assert data is not None and len(data.pods) == 250
-    topology, accounting = compute_topology(
-        machine, "big", config, KubeletInputs(data.allocatable, data.pods), FingerprintMethod.ALL
-    )
+        reader = open_reader(kubelet.endpoint, timeout=5, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+        try:
+            data = KubeletReading(reader.get_allocatable(), reader.list().pods)
+        finally:
+            reader.close()
+    assert len(data.pods) == 250
+    reading = NodeReading("big", machine, config, data, PublishingRules(FingerprintMethod.ALL))
+    computed = compute_topology(reading)
+    topology, accounting = computed.topology, computed.accounting
     assert accounting.findings == ()
     assert [z.name for z in topology.zones] == [f"node-{i}" for i in scenarios.LARGE_NODE_NUMA_IDS]
     obj = to_nrt(topology)
@@ -99,13 +113,12 @@ def test_large_sparse_node_over_the_socket(tmp_path: Path) -> None:
 def test_a_kubelet_restart_mid_run_is_survived(tmp_path: Path) -> None:
     kubelet = FakeKubelet(scenario=STATIC).start()
     try:
-        err = io.StringIO()
-        assert read_kubelet(kubelet.endpoint, timeout=3, err=err) is not None
+        assert _kubelet_part(kubelet.endpoint, timeout=3) is not None
         kubelet.stop()  # the socket disappears
         assert not Path(kubelet.socket_path).exists()
-        assert read_kubelet(kubelet.endpoint, timeout=0.5, err=err) is None
+        assert _kubelet_part(kubelet.endpoint, timeout=0.5) is None
         kubelet.start()  # ... and comes back
-        data = read_kubelet(kubelet.endpoint, timeout=3, err=err)
+        data = _kubelet_part(kubelet.endpoint, timeout=3)
         assert data is not None and len(data.pods) == 3
     finally:
         kubelet.close()
@@ -218,3 +231,15 @@ def test_dump_reads_the_memory_checkpoint_from_the_kubelet_dir(tmp_path: Path) -
     )
     assert with_state == without  # the checkpoint agrees with podresources here
     assert "memory_state_differs" not in err
+
+
+def test_dump_ignores_a_malformed_checkpoint_with_a_warning_like_the_daemon(tmp_path: Path) -> None:
+    (tmp_path / "memory_manager_state").write_text("{not json")
+    args = ["--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG)]
+    with_bad_state, err = _dump_json(*args, "--kubelet-dir", str(tmp_path))
+    without, _ = _dump_json(*args)
+    assert with_bad_state == without
+    warnings = [ln for ln in err.splitlines() if "memory_manager_state" in ln]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "rte: warning: ignoring the memory manager checkpoint"
+    )

@@ -22,6 +22,7 @@ from rte.agent.kubelet import DirectoryReader, Listing
 from rte.agent.loop import Agent, HeartbeatRunner, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
+from rte.agent.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.agent.settings import AgentSettings, load_settings
 from rte.agent.status import AgentStatus
@@ -115,8 +116,7 @@ class Harness:
             reader=self.reader,
             machine_loader=self._load_machine,
             kubelet_config=KubeletConfigCache(CONFIG, None),
-            method=self.settings.fingerprint_method,
-            informer_mode=self.settings.informer_mode,
+            rules=PublishingRules(self.settings.fingerprint_method, self.settings.informer_mode),
             on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
                 method=method, kind=kind
             ),

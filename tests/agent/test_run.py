@@ -23,9 +23,10 @@ from rte.cli import main
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.fake_kubelet import FakeKubelet
 from tests.helpers.agent_api import wait_until
-from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
+from tests.helpers.paths import R640_KUBELET_CONFIG, R640_MEMORY_STATE, R640_STATIC, R640_SYSFS
 
 SYSFS, SCENARIO, CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
+CHECKPOINT = R640_MEMORY_STATE
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +53,28 @@ def test_once_without_publishing_prints_the_same_object_as_dump() -> None:
     args = ["dump", "--node-name", "n1", "--sysfs", str(SYSFS), "--podresources", str(SCENARIO)]
     dumped = CliRunner().invoke(main, [*args, "--kubelet-config", str(CONFIG), "-o", "yaml"])
     assert yaml.safe_load(out) == yaml.safe_load(dumped.stdout)
+
+
+@pytest.mark.parametrize("method", ["all", "with-exclusive-resources"])
+def test_once_without_publishing_and_dump_read_the_same_checkpoint_into_the_same_object(
+    tmp_path: Path, method: str
+) -> None:
+    state = json.loads(CHECKPOINT.read_text())
+    state["machineState"]["1"]["memoryMap"]["memory"]["free"] = 40 * 2**30  # disagrees with podresources
+    (tmp_path / "memory_manager_state").write_text(json.dumps(state))
+    inputs = ["--podresources", str(SCENARIO), "--kubelet-config", str(CONFIG)]
+    code, out, err = run(
+        "--once", "--no-publish", "-o", "json", *inputs, "--kubelet-root", str(tmp_path),
+        "--fingerprint-method", method,
+    )  # fmt: skip
+    assert code == 0, err
+    args = ["dump", "--node-name", "n1", "--sysfs", str(SYSFS), *inputs, "--method", method]
+    dumped = CliRunner().invoke(main, [*args, "--kubelet-dir", str(tmp_path), "-o", "json"])
+    assert dumped.exit_code == 0, dumped.stderr
+    assert json.loads(out) == json.loads(dumped.stdout)
+    zone1 = json.loads(out)["zones"][1]
+    memory = next(r for r in zone1["resources"] if r["name"] == "memory")
+    assert memory["available"] == str(40 * 2**30)  # both took the checkpoint's word
 
 
 def test_once_reads_the_kubelet_over_its_socket_and_prints_json() -> None:

@@ -21,7 +21,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
+from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt
@@ -54,18 +55,18 @@ def expected_nrt(kubelet: FakeKubelet, api: FakeApiServer, *, pod_watch: bool = 
             if obj.get("spec", {}).get("nodeName") == NODE:
                 pod = pod_from_manifest(obj)
                 specs[pod.key] = pod
-    topology, _ = compute_topology(
-        read_machine(SYSFS, pci=False),
-        NODE,
-        load_kubelet_config(KUBELET_CONFIG),
-        KubeletInputs(
+    reading = NodeReading(
+        node_name=NODE,
+        machine=read_machine(SYSFS, pci=False),
+        config=load_kubelet_config(KUBELET_CONFIG),
+        kubelet=KubeletReading(
             PodResourcesFiles(SCENARIO).get_allocatable(),  # the tests never change allocatable
             convert.list_from_proto(listing, "fake kubelet"),
         ),
-        METHOD,
+        rules=PublishingRules(METHOD),
         specs=specs,
     )
-    return to_nrt(topology)
+    return to_nrt(compute_topology(reading).topology)
 
 
 def content(obj: dict[str, Any] | None) -> dict[str, Any] | None:

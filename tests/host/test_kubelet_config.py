@@ -1,4 +1,4 @@
-"""Reading kubelet configuration: fixture files, defaults, wrappers, drop-ins, attributes, errors."""
+"""Reading kubelet configuration: fixture files, defaults, wrappers, drop-ins, errors."""
 
 from __future__ import annotations
 
@@ -75,7 +75,6 @@ def test_numaresources_operator_kubelet_config_cr_gives_pod_scope() -> None:
     assert config.kube_reserved == {"memory": 512 * MI}
     assert config.system_reserved == {"memory": 512 * MI}
     assert config.eviction_hard == {"memory.available": "100Mi"}
-    assert config.topology_policies == "SingleNUMANodePodLevel"
 
 
 def test_synthetic_dell_scenario_config_matches_its_podresources_fixtures() -> None:
@@ -143,7 +142,6 @@ def test_an_empty_config_gets_every_kubelet_default() -> None:
     assert config.feature_gates == {}
     assert config.eviction_hard == DEFAULT_EVICTION_HARD
     assert config.eviction_hard["memory.available"] == "100Mi"
-    assert config.topology_policies == "None"
 
 
 def test_empty_strings_and_nulls_count_as_unset() -> None:
@@ -161,16 +159,6 @@ def test_empty_strings_and_nulls_count_as_unset() -> None:
 def test_unknown_fields_are_ignored() -> None:
     config = parse_kubelet_config({"someFutureField": {"x": [1, 2]}, "topologyManagerPolicy": "restricted"})
     assert config.topology_manager_policy == "restricted"
-
-
-def test_default_config_publishes_policy_none_rather_than_an_empty_string() -> None:
-    assert KubeletConfig().nrt_attributes() == [
-        ("cpuManagerPolicy", "none"),
-        ("memoryManagerPolicy", "None"),
-        ("topologyManagerMaxNUMANodes", "8"),
-        ("topologyManagerPolicy", "none"),
-        ("topologyManagerScope", "container"),
-    ]
 
 
 # --- evictionHard ---------------------------------------------------------------------------
@@ -259,78 +247,12 @@ def test_feature_gates_are_read_as_booleans() -> None:
     assert config.feature_gates == {"KubeletPodResourcesGet": True, "Other": False}
 
 
-# --- attributes -----------------------------------------------------------------------------
-
-
-def test_topology_manager_options_become_camel_case_true_false_attributes() -> None:
-    config = parse_kubelet_config(
-        {
-            "topologyManagerPolicy": "best-effort",
-            "topologyManagerScope": "pod",
-            "topologyManagerPolicyOptions": {
-                "prefer-closest-numa-nodes": "True",
-                "max-allowable-numa-nodes": "16",
-            },
-            "reservedSystemCPUs": "0,1,2,52-53",
-        }
-    )
-    assert config.max_numa_nodes == 16
-    assert config.nrt_attributes() == [
-        ("cpuManagerPolicy", "none"),
-        ("memoryManagerPolicy", "None"),
-        ("reservedSystemCPUs", "0-2,52-53"),
-        ("topologyManagerMaxNUMANodes", "16"),
-        ("topologyManagerOptionPreferClosestNumaNodes", "true"),
-        ("topologyManagerPolicy", "best-effort"),
-        ("topologyManagerScope", "pod"),
-    ]
-
-
-def test_a_false_option_is_published_as_false() -> None:
-    config = parse_kubelet_config({"topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "0"}})
-    assert ("topologyManagerOptionPreferClosestNumaNodes", "false") in config.nrt_attributes()
-
-
-def test_a_future_option_without_a_boolean_value_has_no_attribute_but_is_kept() -> None:
-    config = parse_kubelet_config(
-        {"topologyManagerPolicyOptions": {"future-knob": "fast", "future-flag": "t"}}
-    )
-    names = dict(config.nrt_attributes())
-    assert names["topologyManagerOptionFutureFlag"] == "true"
-    assert not any("FutureKnob" in name for name in names)
-    assert config.topology_manager_policy_options["future-knob"] == "fast"
+# --- topology manager options --------------------------------------------------------------
 
 
 def test_max_allowable_numa_nodes_zero_means_the_default() -> None:
     config = parse_kubelet_config({"topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "0"}})
     assert config.max_numa_nodes == 8
-
-
-def test_attributes_are_sorted_and_unique_for_every_fixture() -> None:
-    for path in sorted((FIXTURES / "config").glob("*.yaml")):
-        attrs = load_kubelet_config(path).nrt_attributes()
-        names = [name for name, _ in attrs]
-        assert names == sorted(set(names)), path
-
-
-@pytest.mark.parametrize(
-    ("policy", "scope", "expected"),
-    [
-        ("none", "container", "None"),
-        ("none", "pod", "None"),
-        ("single-numa-node", "container", "SingleNUMANodeContainerLevel"),
-        ("single-numa-node", "pod", "SingleNUMANodePodLevel"),
-        ("restricted", "container", "RestrictedContainerLevel"),
-        ("restricted", "pod", "RestrictedPodLevel"),
-        ("best-effort", "container", "BestEffortContainerLevel"),
-        ("best-effort", "pod", "BestEffortPodLevel"),
-    ],
-)
-def test_deprecated_topology_policies_value_follows_policy_and_scope(
-    policy: str, scope: str, expected: str
-) -> None:
-    config = parse_kubelet_config({"topologyManagerPolicy": policy, "topologyManagerScope": scope})
-    assert config.topology_policies == expected
 
 
 # --- drop-in directory ----------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rte.agent.compute import KubeletInputs, compute_topology
+from rte.agent.compute import compute_topology
+from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.host.sysfs import read_machine
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.files import PodResourcesFiles
@@ -21,10 +22,11 @@ def test_a_generated_sysfs_tree_matches_its_scenario_without_findings(tmp_path: 
     assert [n.id for n in machine.nodes] == [0, 2, 5]
     assert machine.nodes[1].cpus == frozenset(scenario.zone_cpus[2])
     files = PodResourcesFiles(scenario.write(tmp_path / "scenario"))
-    _, accounting = compute_topology(
-        machine, "n1", None, KubeletInputs(files.get_allocatable(), files.list()), FingerprintMethod.ALL
+    kubelet = KubeletReading(files.get_allocatable(), files.list())
+    computed = compute_topology(
+        NodeReading("n1", machine, None, kubelet, PublishingRules(FingerprintMethod.ALL))
     )
-    assert accounting.findings == ()
+    assert computed.accounting.findings == ()
 
 
 def test_local_pods_adds_and_removes_pods_in_the_served_list(tmp_path: Path) -> None:

@@ -1,0 +1,85 @@
+"""One reading of a node: everything the object to publish is computed from, as one value.
+
+Readers produce it (the daemon's :class:`~rte.agent.scanner.Scanner`, which ``rte dump`` uses
+once, and the simulator's agent over its simulated kubelet); the pure
+:func:`rte.agent.compute.compute_topology` turns it into the object. A new input (another
+podresources field, another checkpoint file) is one field here, filled by the readers and used
+by the accounting, with nothing in between passing it along.
+
+These types live in the agent, not in :mod:`rte.model`: they hold what the agent's host and
+kubelet readers return (sysfs, kubelet config and checkpoint files, podresources), and the model
+is shared with the consumer, which must never depend on those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rte.agent.podset import PodGlob
+from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_state import MemoryManagerState
+from rte.host.machine import Machine
+from rte.model.pod import Pod
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.podres.types import AllocatableResources, PodResources
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """The kubelet's resource manager checkpoint files, each None when absent or unreadable.
+
+    Optional truth: accounting works from podresources alone and uses a checkpoint only to
+    settle what podresources cannot say (how a multi-NUMA memory block was split).
+    """
+
+    memory: MemoryManagerState | None = None
+
+
+NO_CHECKPOINTS = Checkpoints()
+
+
+@dataclass(frozen=True)
+class KubeletReading:
+    """What the kubelet said: podresources ``GetAllocatableResources`` and ``List``, and checkpoints.
+
+    ``allocatable`` None: the kubelet does not offer GetAllocatableResources, so allocatable is
+    derived from sysfs and the kubelet config.
+    """
+
+    allocatable: AllocatableResources | None
+    pods: tuple[PodResources, ...]
+    checkpoints: Checkpoints = NO_CHECKPOINTS
+
+
+@dataclass(frozen=True)
+class PublishingRules:
+    """The operator's choices about the fingerprint: which pods it covers, and which it leaves out.
+
+    ``informer_mode`` is the consumer's (it decides which pods the consumer counts, so ours must
+    agree); ``exclude`` must match the consumer's exclusions too.
+    """
+
+    method: FingerprintMethod
+    informer_mode: InformerMode = InformerMode.DEDICATED
+    exclude: tuple[PodGlob, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeReading:
+    """Everything one computation of the node's object needs.
+
+    ``config`` None: no kubelet config known (no Topology Manager attributes). ``kubelet`` None:
+    no kubelet answered (``rte dump`` away from a node): hardware capacity, no fingerprint.
+    ``specs`` are the pods bound to this node as the API has them (the daemon's pod watch); they
+    switch the fingerprint to the spec rule. ``zone_attributes`` (NUMA id -> attributes, e.g. the
+    zone load) are added to the zones.
+    """
+
+    node_name: str
+    machine: Machine
+    config: KubeletConfig | None
+    kubelet: KubeletReading | None
+    rules: PublishingRules
+    specs: Mapping[tuple[str, str], Pod] | None = None
+    zone_attributes: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
