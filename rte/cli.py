@@ -237,10 +237,11 @@ def extender_cmd(config_file: str | None, dump_config: bool, **options: Any) -> 
 
 # `rte simulate`: its module imports only click at the top; the simulator loads when it runs.
 from rte.commands.simulate import simulate_cmd  # noqa: E402
-from rte.commands.views import top_cmd  # noqa: E402
+from rte.commands.views import explain_cmd, top_cmd  # noqa: E402
 
 main.add_command(simulate_cmd)
 main.add_command(top_cmd)
+main.add_command(explain_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

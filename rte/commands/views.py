@@ -8,6 +8,7 @@ command runs, so ``rte --help`` stays fast.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import click
 
@@ -135,3 +136,68 @@ def top_cmd(
     every = _seconds("--interval", interval) or 2.0
     with contextlib.suppress(KeyboardInterrupt):  # the way out of --watch
         top(kube.reader_factory(), opts, watch=watch, interval=every)
+
+
+@click.command(
+    "explain", short_help="Why a pod is Pending: each node's NUMA verdict and what the closest lack."
+)
+@click.argument("pod", metavar="NAMESPACE/NAME")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "yaml"], case_sensitive=False),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@_lease_namespace
+@_stale_after
+@click.option(
+    "--nrt-scheduler",
+    "nrt_schedulers",
+    multiple=True,
+    metavar="NAME",
+    help="A scheduler name that reads NRTs; repeatable [default: topo-aware-scheduler].",
+)
+@click.option(
+    "--closest",
+    "closest_count",
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="How many near misses to show.",
+)
+@kube_options
+@reports_errors
+def explain_cmd(
+    kube: KubeFlags,
+    pod: str,
+    output: str,
+    lease_namespace: str,
+    stale_after: str | None,
+    nrt_schedulers: tuple[str, ...],
+    closest_count: int,
+) -> None:
+    """For a Pending pod (NAMESPACE/NAME, or NAME with -n): each node's verdict with the reason
+    the kubelet's Topology Manager would give, the nodes closest to fitting and what their best
+    NUMA zone lacks, and whether the pod's scheduler reads NRTs at all.
+    """
+    from rte.commands.explain import explain
+    from rte.consumer.cache.config import DEFAULT_PROFILE
+
+    namespace = "default" if "/" in pod else kube.default_namespace()
+    reader = kube.reader_factory()(None)
+    try:
+        explain(
+            reader,
+            pod,
+            namespace=namespace,
+            output=output.lower(),
+            lease_namespace=lease_namespace,
+            stale_after=_seconds("--stale-after", stale_after),
+            nrt_schedulers=nrt_schedulers or (DEFAULT_PROFILE,),
+            closest_count=closest_count,
+            now=time.time(),
+        )
+    finally:
+        reader.close()
