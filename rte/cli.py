@@ -262,5 +262,23 @@ main.add_command(top_cmd)
 main.add_command(explain_cmd)
 
 
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kubectl-rte")
+@kube_options
+@click.pass_context
+def kubectl_main(ctx: click.Context, kube: KubeFlags) -> None:
+    """kubectl rte: NUMA-aware placement views of the current cluster (a kubectl plugin).
+
+    kubectl's --kubeconfig, --context, -n and --request-timeout work after `rte` or after the
+    command: `kubectl rte --context prod top`, `kubectl rte top --context prod`.
+    """
+    ctx.obj = kube
+
+
+kubectl_main.add_command(top_cmd)
+kubectl_main.add_command(explain_cmd)
+kubectl_main.add_command(fit_cmd)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
