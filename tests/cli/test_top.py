@@ -31,6 +31,7 @@ from rte.model.vocabulary import InformerMode
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.views_cluster import lease, pod
 from tests.cli.conftest import DEMO_NOW
+from tests.helpers.paths import REPO
 
 Opener = Callable[[str | None], ClusterReader]
 HEADER = (
@@ -282,3 +283,14 @@ def test_watch_in_a_process_ends_quietly_on_interrupt(live_kubeconfig: Path) -> 
     _, err = proc.communicate(timeout=10)
     assert (proc.returncode, err) == (0, "")
     assert any(line.startswith("worker-2   node-0") for line in seen)
+
+
+def test_the_readme_example_is_what_top_prints_on_the_demo_cluster(open_demo: Opener) -> None:
+    """The README's table was pasted from a run; only its ages (NRT-AGE, LEASE) depend on when."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    pasted = readme.split("```\n$ rte top\n", 1)[1].split("```", 1)[0].splitlines()
+
+    def without_ages(lines: list[str]) -> list[list[str]]:
+        return [cells[:7] + cells[9:] for cells in (line.split() for line in lines)]
+
+    assert without_ages(pasted) == without_ages(run_top(open_demo).splitlines())
