@@ -130,14 +130,17 @@ class ClusterReader:
         return UnavailableError(f"{verb} {what}: the apiserver answered {status} {message}".rstrip())
 
     def _list(self, path: str, what: str, query: Iterable[tuple[str, str]] = ()) -> list[Obj]:
-        """Every item of a collection, page by page."""
-        base: list[tuple[str, str | int]] = list(query)
-        if self.list_resource_version is not None:
-            base.append(("resourceVersion", self.list_resource_version))
+        """Every item of a collection, page by page.
+
+        The resourceVersion goes with the first page only: the apiserver refuses one beside a
+        ``continue`` token, which already pins the list to the first page's snapshot.
+        """
+        base: list[tuple[str, str | int]] = [*query, ("limit", PAGE_SIZE)]
+        first = [("resourceVersion", self.list_resource_version)] if self.list_resource_version else []
         items: list[Obj] = []
         token = ""
         while True:
-            page = [*base, ("limit", PAGE_SIZE), *([("continue", token)] if token else [])]
+            page = [*base, ("continue", token)] if token else [*base, *first]
             body = self._get(path, page, "list", what)
             items += [i for i in body.get("items") or () if isinstance(i, dict)]
             token = str((body.get("metadata") or {}).get("continue") or "")

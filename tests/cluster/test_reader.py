@@ -114,3 +114,21 @@ def test_a_pod_that_does_not_exist_is_an_input_error(
 ) -> None:
     with pytest.raises(InputError, match=rf"^pod ns/p: not found at {fake_apiserver.url}$"):
         reader.pod("ns", "p")
+
+
+def test_a_watch_cache_read_sends_its_resource_version_with_the_first_page_only(
+    fake_apiserver: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = add_nodes(fake_apiserver, 5)
+    monkeypatch.setattr(reader_module, "PAGE_SIZE", 2)
+    cached = ClusterReader(fake_apiserver.api_client(), list_resource_version="0")
+    fake_apiserver.clear_requests()
+    assert [o["metadata"]["name"] for o in cached.nodes()] == names
+    pages = [r.query for r in fake_apiserver.requests if r.verb == "list"]
+    assert [("resourceVersion" in q, "continue" in q) for q in pages] == [
+        (True, False),
+        (False, True),
+        (False, True),
+    ]
+    assert pages[0]["resourceVersion"] == "0"
+    cached.close()
