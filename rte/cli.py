@@ -13,8 +13,10 @@ import click
 
 from rte import __version__
 from rte.commands.errors import reports_errors
+from rte.commands.kubeflags import KubeFlags, kube_options
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
+from rte.errors import InputError
 from rte.model.vocabulary import FingerprintMethod
 
 if TYPE_CHECKING:
@@ -163,7 +165,13 @@ def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str,
 
 
 @main.command("fit", short_help="Show on which NRTs a pod fits NUMA-aligned, why not, and its score.")
-@click.option("--pod", "pod_path", required=True, metavar="POD.yaml", help="The Pod manifest to place.")
+@click.option(
+    "--pod",
+    "pod_path",
+    required=True,
+    metavar="POD.yaml",
+    help="The Pod manifest to place; reading a cluster, also a pod it holds: NAMESPACE/NAME, or NAME (-n).",
+)
 @click.option(
     "--node",
     "node_paths",
@@ -188,9 +196,11 @@ def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str,
     help="Score weight of a resource, a positive integer; repeatable [default: cpu=1, memory=1].",
 )
 @click.option("-o", "--output", default="table", metavar="FORMAT", help="table (default) or json.")
-@click.argument("nrt_paths", nargs=-1, metavar="NRT.yaml...")
+@click.argument("nrt_paths", nargs=-1, metavar="[NRT.yaml]...")
+@kube_options
 @reports_errors
 def fit_cmd(
+    kube: KubeFlags,
     pod_path: str,
     node_paths: tuple[str, ...],
     strategy: str | None,
@@ -201,8 +211,16 @@ def fit_cmd(
     """Show on which nodes a pod fits NUMA-aligned, why not elsewhere, and each node's score.
 
     NRT files hold NodeResourceTopology objects: one, several YAML documents, or a List (YAML or
-    JSON).
+    JSON). Without NRT and --node files, or with --kubeconfig or --context, the NRTs and Nodes are
+    read from the cluster, found as kubectl finds it.
     """
+    if kube.given() or not (nrt_paths or node_paths):
+        from rte.commands.fit_cluster import fit_in_cluster
+
+        if nrt_paths or node_paths:
+            raise InputError("--kubeconfig", "the NRTs and Nodes come from the cluster: give no files")
+        fit_in_cluster(kube, pod_path, strategy=strategy, weights=weights, output=output.lower())
+        return
     from rte.commands.fit import fit
 
     fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output.lower())
@@ -237,8 +255,29 @@ def extender_cmd(config_file: str | None, dump_config: bool, **options: Any) -> 
 
 # `rte simulate`: its module imports only click at the top; the simulator loads when it runs.
 from rte.commands.simulate import simulate_cmd  # noqa: E402
+from rte.commands.views import explain_cmd, top_cmd  # noqa: E402
 
 main.add_command(simulate_cmd)
+main.add_command(top_cmd)
+main.add_command(explain_cmd)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kubectl-rte")
+@kube_options
+@click.pass_context
+def kubectl_main(ctx: click.Context, kube: KubeFlags) -> None:
+    """kubectl rte: NUMA-aware placement views of the current cluster (a kubectl plugin).
+
+    kubectl's --kubeconfig, --context, -n and --request-timeout work after `rte` or after the
+    command: `kubectl rte --context prod top`, `kubectl rte top --context prod`.
+    """
+    ctx.obj = kube
+
+
+kubectl_main.add_command(top_cmd)
+kubectl_main.add_command(explain_cmd)
+kubectl_main.add_command(fit_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

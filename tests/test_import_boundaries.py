@@ -20,12 +20,21 @@ import pytest
 
 import rte
 import rte.agent
+import rte.cluster
 import rte.consumer
 import rte.model
 import rte.runtime
 
 EDGES = ("rte.agent", "rte.host", "rte.podres", "rte.runtime", "grpc", "kubernetes")
-ABOVE_RUNTIME = ("rte.agent", "rte.extender", "rte.consumer", "rte.sim", "rte.commands", "rte.cli")
+ABOVE_RUNTIME = (
+    "rte.agent",
+    "rte.extender",
+    "rte.consumer",
+    "rte.sim",
+    "rte.cluster",
+    "rte.commands",
+    "rte.cli",
+)
 
 
 def _loaded_after_importing(modules: list[str]) -> list[str]:
@@ -56,8 +65,14 @@ def _loaded_after_importing(modules: list[str]) -> list[str]:
         (rte.agent, {"rte.agent.loop", "rte.agent.publisher", "rte.agent.podwatch"}, ("numpy", "matplotlib")),
         # The daemons' plumbing sits below them and loads the Kubernetes client only on demand.
         (rte.runtime, {"rte.runtime.ratelimit", "rte.runtime.reflector"}, (*ABOVE_RUNTIME, "kubernetes")),
+        # The cluster views are a front end of the consumer: no agent side; the client on demand.
+        (
+            rte.cluster,
+            {"rte.cluster.reader", "rte.cluster.status", "rte.cluster.shortfall"},
+            ("rte.agent", "rte.host", "rte.podres", "grpc", "pyudev", "kubernetes"),
+        ),
     ],
-    ids=["model", "consumer", "agent", "runtime"],
+    ids=["model", "consumer", "agent", "runtime", "cluster"],
 )
 def test_package_imports_nothing_beyond_its_boundary(
     package: object, must_have: set[str], forbidden: tuple[str, ...]

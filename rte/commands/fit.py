@@ -118,18 +118,29 @@ def fit(
     out: TextIO | None = None,
 ) -> list[Decision]:
     """Evaluate the pod in ``pod_path`` on every node and print the verdicts; returns them."""
-    if output not in OUTPUTS:
-        raise InputError("--output", f"unknown format {output!r}; expected one of {', '.join(OUTPUTS)}")
-    scoring = ScoringStrategy(strategy_name(strategy or DEFAULT_STRATEGY_NAME), weight_table(weights))
+    scoring = fit_scoring(strategy, weights, output)
     if not nrt_paths and not node_paths:
         raise InputError("NRT", "give at least one NodeResourceTopology file (or --node file)")
     pod = load_pod(Path(pod_path))
     topologies = load_topologies([Path(p) for p in nrt_paths])
     allocatable = load_node_allocatable([Path(p) for p in node_paths]) if node_paths else None
     decisions = evaluate(pod, candidates(topologies, allocatable), scoring)
+    write_decisions(decisions, pod, scoring, output, out)
+    return decisions
+
+
+def fit_scoring(strategy: str | None, weights: Sequence[str], output: str) -> ScoringStrategy:
+    """The score strategy of the flags; also checks ``--output`` before anything is read."""
+    if output not in OUTPUTS:
+        raise InputError("--output", f"unknown format {output!r}; expected one of {', '.join(OUTPUTS)}")
+    return ScoringStrategy(strategy_name(strategy or DEFAULT_STRATEGY_NAME), weight_table(weights))
+
+
+def write_decisions(
+    decisions: Sequence[Decision], pod: Pod, scoring: ScoringStrategy, output: str, out: TextIO | None
+) -> None:
     stream = out if out is not None else sys.stdout
     if output == "json":
         stream.write(json.dumps([d.to_dict() for d in decisions], indent=2) + "\n")
     else:
         stream.write(render_fit_table(decisions, pod, scoring))
-    return decisions

@@ -150,6 +150,42 @@ def load_api_client(
     return api_client
 
 
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+"""Where a pod finds its own namespace (what kubectl uses in-cluster)."""
+
+
+def default_namespace(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    sources: Sequence[Source] = KUBECTL_ORDER,
+) -> str:
+    """The namespace kubectl would use without ``-n``: the context's, else ``default``.
+
+    The same configuration as :func:`load_api_client` is picked (``context``, or the
+    kubeconfig's current context); in a pod, the service account's namespace.
+    """
+    import yaml
+    from kubernetes import config
+
+    path = _pick(kubeconfig, sources)
+    if path is None:
+        try:
+            with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as f:
+                return f.read().strip() or "default"
+        except OSError:
+            return "default"
+    try:
+        contexts, current = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError) as e:
+        raise ConfigError(path, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
+    chosen = next((c for c in contexts or () if c.get("name") == context), None) if context else current
+    if context and chosen is None:
+        raise ConfigError(f"{path} (context {context})", "no such context")
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace) if namespace else "default"
+
+
 def raw_get(
     api_client: Any,
     path: str,

@@ -207,12 +207,18 @@ def test_a_pod_with_a_malformed_request_names_the_container_field(tmp_path: Path
     assert err.startswith(f"rte: error: {pod}: spec.containers[0].resources.requests.cpu: ")
 
 
-def test_missing_files_and_duplicate_nodes_are_input_errors(tmp_path: Path) -> None:
+def test_missing_files_and_duplicate_nodes_are_input_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, _, err = run("--pod", str(tmp_path / "nope.yaml"), NRTS)
     assert code == 2 and err.startswith(f"rte: error: {tmp_path / 'nope.yaml'}: cannot read")
     code, _, err = run("--pod", POD, NRTS, NRTS)
     assert code == 2
     assert err == f"rte: error: {NRTS}: NodeResourceTopology 'worker-a' is also given in {NRTS}\n"
+    # Without files, fit reads a cluster; here there is none to find (tests/cli/test_fit_cluster.py).
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     code, _, err = run("--pod", POD)
     assert code == 2 and "give at least one NodeResourceTopology file" in err
 

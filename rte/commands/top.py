@@ -1,0 +1,233 @@
+"""``rte top``: per node and NUMA zone, what is available, and whether the scheduler can trust it.
+
+One line per node and zone: available/allocatable cpu, memory, hugepages and devices, the
+Topology Manager policy and scope, the NRT's age (time since it last changed), the agent's
+Lease age, whether the NRT's fingerprint matches the pods bound to the node, and a STATUS that
+names what is stale (:mod:`rte.cluster.status`).
+
+``--watch`` polls: every ``--interval`` it reads again and redraws. Polling rather than watching,
+because the ages on screen change every second whether or not an object does, so the screen is
+redrawn on a timer anyway; each read is the same few requests as one ``rte top`` (lists served
+from the apiserver's watch cache, ``resourceVersion=0``), and errors read the same. After the
+first screen, a failed read is shown in place of the table and retried on the next tick: an
+apiserver restart does not end the view.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from rte.cluster.reader import ClusterReader
+from rte.cluster.snapshot import read_statuses
+from rte.cluster.status import OK, NodeStatus
+from rte.commands.humanize import age_text, aligned, amount_text, is_bytes
+from rte.consumer.cache.config import ResyncMethod
+from rte.errors import InputError, RteError
+from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
+from rte.model.quantity import quantity_text
+from rte.model.topology import ResourceInfo, Zone
+from rte.model.vocabulary import InformerMode
+
+TOP_OUTPUTS = ("table", "wide", "json", "yaml")
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+_COLUMNS = (
+    "NODE",
+    "ZONE",
+    "CPU",
+    "MEMORY",
+    "HUGEPAGES",
+    "DEVICES",
+    "POLICY",
+    "NRT-AGE",
+    "LEASE",
+    "PODS",
+    "STATUS",
+)
+_WIDE = ("FINGERPRINT", "COMPUTED", "COUNTED")
+
+
+@dataclass(frozen=True)
+class TopOptions:
+    """What to show; the defaults are those of ``rte top`` without flags."""
+
+    names: tuple[str, ...] = ()
+    selector: str | None = None
+    output: str = "table"
+    lease_namespace: str = HEARTBEAT_LEASE_NAMESPACE
+    """Empty: do not read Leases."""
+    stale_after: float | None = None
+    """Seconds after which a Lease is stale; None: each Lease's own duration."""
+    informer_mode: InformerMode = InformerMode.DEDICATED
+    resync_method: ResyncMethod = ResyncMethod.AUTODETECT
+    fingerprints: bool = True
+
+
+def _sorted_zones(zones: Sequence[Zone]) -> list[Zone]:
+    return sorted(zones, key=lambda z: (z.numa_id is None, z.numa_id or 0, z.name))
+
+
+def _pair(r: ResourceInfo) -> str:
+    return f"{amount_text(r.name, r.available)}/{amount_text(r.name, r.allocatable)}"
+
+
+def _cells(zone: Zone, wide: bool) -> tuple[str, str, str, str]:
+    """CPU, MEMORY, HUGEPAGES and DEVICES of one zone."""
+    by_name = {r.name: r for r in zone.resources}
+    cpu = _pair(by_name["cpu"]) if "cpu" in by_name else "-"
+    memory = _pair(by_name["memory"]) if "memory" in by_name else "-"
+    huge = [
+        f"{r.name.removeprefix('hugepages-')}:{_pair(r)}"
+        for r in zone.resources
+        if r.name.startswith("hugepages-") and (r.allocatable or r.available)
+    ]
+    devices = [
+        f"{r.name if wide else r.name.rsplit('/', 1)[-1]}={_pair(r)}"
+        for r in zone.resources
+        if r.name not in ("cpu", "memory") and not is_bytes(r.name) and (r.allocatable or r.available)
+    ]
+    return cpu, memory, ",".join(huge) or "-", ",".join(devices) or "-"
+
+
+def _node_cells(s: NodeStatus, now: float, opts: TopOptions) -> list[str]:
+    lease = age_text(s.lease_age(now)) if s.leases_read else "-"
+    pods = s.fingerprint.result.value if s.fingerprint is not None else "-"
+    status = ",".join(s.markers(now, opts.stale_after)) or OK
+    policy = f"{s.policy}/{s.scope}" if s.topology else "-"
+    return [policy, age_text(s.nrt_age(now)) if s.topology else "-", lease, pods, status]
+
+
+def render_top_table(statuses: Sequence[NodeStatus], now: float, opts: TopOptions) -> str:
+    wide = opts.output == "wide"
+    rows: list[list[str]] = [list(_COLUMNS + _WIDE) if wide else list(_COLUMNS)]
+    for s in statuses:
+        node = _node_cells(s, now, opts)
+        fp = s.fingerprint
+        extra = [fp.expected or "-", fp.computed, str(fp.pod_count)] if fp is not None else ["-", "-", "-"]
+        zones = _sorted_zones(s.topology.zones) if s.topology else []
+        if not zones:
+            rows.append([s.name, "<none>", "-", "-", "-", "-", *node, *(extra if wide else [])])
+        for zone in zones:
+            rows.append([s.name, zone.name, *_cells(zone, wide), *node, *(extra if wide else [])])
+    return "\n".join(aligned(rows)) + "\n"
+
+
+def _resource_dict(r: ResourceInfo) -> dict[str, str]:
+    return {
+        "name": r.name,
+        "capacity": quantity_text(r.capacity),
+        "allocatable": quantity_text(r.allocatable),
+        "available": quantity_text(r.available),
+    }
+
+
+def status_dict(s: NodeStatus, now: float, stale_after: float | None = None) -> dict[str, Any]:
+    """One node for ``-o json|yaml``: quantities as Kubernetes quantity strings, ages in seconds."""
+    lease = None
+    if s.lease is not None:
+        lease = {
+            "namespace": s.lease.namespace,
+            "ageSeconds": s.lease_age(now),
+            "durationSeconds": s.lease.duration,
+            "stale": s.lease_stale(now, stale_after),
+        }
+    fingerprint = None
+    if s.fingerprint is not None:
+        fingerprint = {k: v for k, v in s.fingerprint.to_dict().items() if k != "time"}
+    markers = s.markers(now, stale_after)
+    return {
+        "node": s.name,
+        "nodeExists": s.node_exists,
+        "topologyManager": {"policy": s.policy, "scope": s.scope} if s.topology else None,
+        "nrtAgeSeconds": s.nrt_age(now),
+        "lease": lease,
+        "fingerprint": fingerprint,
+        "status": [m.value for m in markers] or [OK],
+        "stale": s.is_stale(now, stale_after),
+        "zones": [
+            {"name": z.name, "resources": [_resource_dict(r) for r in z.resources]}
+            for z in (_sorted_zones(s.topology.zones) if s.topology else [])
+        ],
+    }
+
+
+def render(statuses: Sequence[NodeStatus], now: float, opts: TopOptions) -> str:
+    if opts.output in ("json", "yaml"):
+        doc = [status_dict(s, now, opts.stale_after) for s in statuses]
+        if opts.output == "json":
+            return json.dumps(doc, indent=2) + "\n"
+        import yaml
+
+        return yaml.safe_dump(doc, sort_keys=False)
+    if not statuses:
+        return "No resources found\n"
+    return render_top_table(statuses, now, opts)
+
+
+def top(
+    open_reader: Callable[[str | None], ClusterReader],
+    opts: TopOptions,
+    *,
+    watch: bool = False,
+    interval: float = 2.0,
+    out: TextIO | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    iterations: int | None = None,
+) -> list[NodeStatus]:
+    """Print the view once, or every ``interval`` seconds with ``watch`` (until interrupted, or
+    ``iterations`` screens); returns the statuses of the last screen that could be read.
+
+    ``open_reader(list_resource_version)`` builds the reader.
+    """
+    if opts.output not in TOP_OUTPUTS:
+        raise InputError(
+            "--output", f"unknown format {opts.output!r}; expected one of {', '.join(TOP_OUTPUTS)}"
+        )
+    if watch and interval <= 0:
+        raise InputError("--interval", "must be positive")
+    stream = out if out is not None else sys.stdout
+    reader = open_reader("0" if watch else None)
+    clear = watch and opts.output in ("table", "wide") and stream.isatty()
+    statuses: list[NodeStatus] = []
+    shown = 0
+    try:
+        while True:
+            now = clock()
+            try:
+                statuses = read_statuses(
+                    reader,
+                    names=opts.names,
+                    selector=opts.selector,
+                    lease_namespace=opts.lease_namespace,
+                    fingerprints=opts.fingerprints,
+                    informer_mode=opts.informer_mode,
+                    resync_method=opts.resync_method,
+                    now=now,
+                )
+                text = render(statuses, now, opts)
+            except RteError as e:
+                if not shown:
+                    raise
+                text = f"rte: error: {e}\n"
+            if clear:
+                stream.write(CLEAR_SCREEN)
+            elif shown and opts.output in ("table", "wide"):
+                stream.write("\n")
+            elif shown and opts.output == "yaml":
+                stream.write("---\n")
+            if watch and opts.output in ("table", "wide"):
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
+                stream.write(f"Every {interval:g}s: rte top   {stamp}\n\n")
+            stream.write(text)
+            stream.flush()
+            shown += 1
+            if not watch or (iterations is not None and shown >= iterations):
+                return statuses
+            sleep(interval)
+    finally:
+        reader.close()
