@@ -20,8 +20,9 @@ from typing import Any, TextIO
 
 from rte import __version__
 from rte.agent.health import HealthServer
+from rte.agent.heartbeat import HeartbeatRunner
 from rte.agent.kubelet import open_reader
-from rte.agent.loop import Agent, HeartbeatRunner, PodSnapshots, Publishing, interruptible_sleep
+from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
@@ -131,11 +132,29 @@ def close_within(timeout: float, closers: list[Callable[[], None]]) -> None:
         log.warning("clients did not close within %.1fs; exiting anyway", timeout)
 
 
+def _api_window(settings: AgentSettings) -> float | None:
+    """How long the apiserver may stay silent before the agent is unready (None: no apiserver).
+
+    With the heartbeat on, renewals ask every quarter of ``lease_duration``: a whole Lease
+    duration without an answer is an outage, not a blip, and it is also when the agent's Lease
+    runs out. Without it, the resync's read of the stored NRT is the regular request.
+    """
+    if not settings.publish:
+        return None
+    if settings.lease_duration > 0:
+        return settings.lease_duration
+    return settings.ready_factor * settings.resync_interval
+
+
 class _Cluster:
     """The apiserver side: publisher, pod watch and heartbeat (absent with --no-publish)."""
 
     def __init__(
-        self, settings: AgentSettings, stop: threading.Event, on_pods: Callable[[], None], api_client: Any
+        self,
+        settings: AgentSettings,
+        stop: threading.Event,
+        on_pods: Callable[[], None],
+        api_client: Any,
     ) -> None:
         from rte.agent.heartbeat import Heartbeat
         from rte.agent.podwatch import NodePodWatch
@@ -205,6 +224,7 @@ class AgentApp:
         self.status = AgentStatus(
             ready_window=settings.ready_factor * settings.resync_interval,
             stall_timeout=settings.stall_timeout,
+            api_window=_api_window(settings),
         )
         self.reader = open_reader(
             settings.podresources,
@@ -300,6 +320,7 @@ class AgentApp:
                     metrics=self.metrics,
                     backoff=Backoff(s.retry_base, s.retry_cap),
                     stop_event=self.stop_event,
+                    status=self.status,
                 )
                 self.heartbeat.start()
         self.watcher.start()

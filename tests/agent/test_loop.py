@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rte.agent.loop import HeartbeatRunner, interruptible_sleep
-from rte.agent.metrics import AgentMetrics
-from rte.agent.pacing import Backoff
+from rte.agent.loop import interruptible_sleep
 from rte.errors import PublishError, UnavailableError
 from rte.model import fingerprint as fp
 from rte.model.topology import NodeTopology
@@ -231,31 +229,3 @@ def test_stopping_during_a_retry_sleep_abandons_the_cycle_promptly(tmp_path: Pat
     h.agent.stop()
     assert done.wait(2)
     assert time.monotonic() - start < 1
-
-
-class FlakyHeartbeat:
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-        self.renewals = 0
-
-    def renew(self) -> None:
-        self.renewals += 1
-        if self.failures:
-            self.failures -= 1
-            raise UnavailableError("apiserver down")
-
-
-def test_the_heartbeat_retries_sooner_after_a_failure_but_never_later_than_its_interval() -> None:
-    metrics = AgentMetrics("n1", "test")
-    runner = HeartbeatRunner(
-        FlakyHeartbeat(failures=2),
-        10.0,
-        metrics=metrics,
-        backoff=Backoff(1.0, 60.0, rng=lambda: 1.0),
-        stop_event=threading.Event(),
-    )
-    assert runner.renew_once() == 1.0
-    assert runner.renew_once() == 2.0
-    assert runner.renew_once() == 10.0
-    assert metrics.heartbeats.value(result="failed") == 2
-    assert metrics.heartbeats.value(result="ok") == 1
