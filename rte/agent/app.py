@@ -27,6 +27,7 @@ from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
 from rte.agent.reading import PublishingRules
+from rte.agent.rejections import Rejection
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
@@ -154,6 +155,7 @@ class _Cluster:
         settings: AgentSettings,
         stop: threading.Event,
         on_pods: Callable[[], None],
+        on_rejected: Callable[[Rejection], None],
         api_client: Any,
     ) -> None:
         from rte.agent.heartbeat import Heartbeat
@@ -177,7 +179,11 @@ class _Cluster:
             field_manager=s.field_manager,
             sleep=interruptible_sleep(stop),
         )
-        self.pod_watch = NodePodWatch(self.api, s.node_name, on_change=on_pods) if s.pod_watch else None
+        self.pod_watch = (
+            NodePodWatch(self.api, s.node_name, on_change=on_pods, on_rejected=on_rejected)
+            if s.pod_watch
+            else None
+        )
         self.heartbeat = (
             Heartbeat(self.api, s.node_name, s.lease_namespace, max(1, round(s.lease_duration)))
             if s.lease_duration > 0
@@ -251,7 +257,9 @@ class AgentApp:
         self.cluster: _Cluster | None = None
         try:
             if settings.publish:
-                self.cluster = _Cluster(settings, self.stop_event, self._pods_changed, api_client)
+                self.cluster = _Cluster(
+                    settings, self.stop_event, self._pods_changed, self._pod_rejected, api_client
+                )
         except BaseException:
             self.reader.close()
             raise
@@ -279,6 +287,20 @@ class AgentApp:
         agent: Agent | None = getattr(self, "agent", None)  # events may come before the loop exists
         if agent is not None:
             agent.trigger("pods")
+
+    def _pod_rejected(self, rejection: Rejection) -> None:
+        """The kubelet refused a pod over alignment: count it, say so, and refresh the NRT now."""
+        self.metrics.topology_affinity_errors.inc(reason=rejection.reason)
+        log.warning(
+            "kubelet rejected pod %s with %s (%s); the scheduler's view of this node was wrong:"
+            " refreshing the NRT now",
+            rejection.pod,
+            rejection.reason,
+            rejection.message,
+        )
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.trigger("admission-error")
 
     # --- --once ------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
   seconds: the kubelet drops unhealthy devices from it, and no file tells of that);
 * ``kubelet-recovered``: the kubelet answers again after failing (it may have restarted with new
   allocatable resources, so that is re-read too, and the stored NRT is re-read as on a resync);
+* ``admission-error``: the kubelet refused a pod of this node at admission over alignment
+  (:mod:`rte.agent.rejections`): the scheduler's view was wrong, so allocatable, the List and
+  the stored NRT are all read again at once;
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
   NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
   reserved or CPUs onlined at run time);
@@ -63,9 +66,9 @@ TICK = 1.0
 # Reasons whose cycle may reuse the List the poll just made; any other reason lists afresh.
 _LIST_FRESH_ENOUGH = frozenset({"kubelet", "pods", "deferred"})
 # Reasons whose cycle re-reads the stored NRT even when the computed object did not change.
-_VERIFY = frozenset({"periodic", "kubelet-recovered"})
+_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error"})
 # Reasons that make the next cycle re-read GetAllocatableResources.
-_REREAD_ALLOCATABLE = frozenset({"device-plugins"})
+_REREAD_ALLOCATABLE = frozenset({"device-plugins", "admission-error"})
 
 
 class Publishing(Protocol):

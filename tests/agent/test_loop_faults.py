@@ -1,6 +1,6 @@
-"""What the loop claims under faults: the kubelet is back only when it answered, and a failed
-sysfs re-read keeps publishing on the last good model (driven step by step with
-:mod:`tests.helpers.agent_loop`)."""
+"""What the loop claims under faults: the kubelet is back only when it answered, a failed sysfs
+re-read keeps publishing on the last good model, and a rejected pod refreshes everything at once
+(driven step by step with :mod:`tests.helpers.agent_loop`)."""
 
 from __future__ import annotations
 
@@ -77,3 +77,15 @@ def test_a_failed_sysfs_reread_keeps_publishing_pod_changes_on_the_last_good_mod
     warnings = [r for r in caplog.records if "sysfs re-read failed" in r.getMessage()]
     assert len(warnings) == 1
     assert "sysfs readable again" in caplog.text
+
+
+def test_an_admission_error_rereads_allocatable_and_the_stored_object_at_once(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h", debounce="50ms")
+    h.advance(1)
+    allocatables, forgets, lists = h.reader.allocatables, h.publisher.forgets, h.reader.lists
+    h.agent.trigger("admission-error")
+    h.advance(0.1)
+    assert h.reader.allocatables == allocatables + 1
+    assert h.reader.lists == lists + 1
+    assert h.publisher.forgets == forgets + 1
+    assert h.metric("triggers", reason="admission-error") == 1

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,7 @@ from tests.helpers.e2e import (
     KubeletProcess,
     content,
     expected_nrt,
+    reject_pod,
     stored,
 )
 from tests.helpers.extender import PROFILE, Client, pod
@@ -218,4 +220,41 @@ def test_an_apiserver_outage_on_a_quiet_node_makes_the_agent_unready_within_the_
     assert agent.get("/healthz")[0] == 200  # unready, not dead
     api.accept_connections()
     wait_for(lambda: agent.get("/readyz")[0] == 200, 10, "/readyz to recover")
+    assert agent.alive
+
+
+def test_a_pod_the_kubelet_rejects_for_alignment_is_counted_once_logged_and_refreshes_at_once(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    agent = start_agent("--resync-interval", "1h", "--allocatable-refresh", "0")
+    wait_for(lambda: content(stored(api)) == content(expected_nrt(kubelet, api)), 15, "the first publish")
+    tae = 'rte_agent_topology_affinity_errors_total{reason="TopologyAffinityError"}'
+    smt = 'rte_agent_topology_affinity_errors_total{reason="SMTAlignmentError"}'
+    reads = api.count("get", NRT)
+
+    guaranteed: dict[str, Any] = {"requests": {"cpu": "4"}, "limits": {"cpu": "4", "memory": "1Gi"}}
+    api.add_pod(
+        "misplaced", node_name=NODE, containers=[{"name": "app", "image": "x", "resources": guaranteed}]
+    )
+    api.add_pod("out-of-cpu", node_name=NODE)
+    reject_pod(
+        api, "misplaced", "TopologyAffinityError", "Resources cannot be allocated with Topology locality"
+    )
+    reject_pod(api, "out-of-cpu", "OutOfcpu", "Node didn't have enough resource: cpu")
+    wait_for(lambda: agent.metric(tae) == 1, 5, "the rejection in the metric")
+    assert re.search(r"default/misplaced.*TopologyAffinityError", agent.log)
+    assert "out-of-cpu" not in agent.log
+    wait_for(
+        lambda: agent.metric('rte_agent_triggers_total{reason="admission-error"}', 0) >= 1, 2, "a trigger"
+    )
+    # The refresh re-reads the stored NRT: the scheduler's view was wrong, so nothing is assumed.
+    wait_for(lambda: api.count("get", NRT) > reads, 5, "the refresh to re-read the stored NRT")
+
+    lists = api.count("list", "pods")
+    api.expire_watches()  # the pod watch must list again, and sees the same failed pod
+    wait_for(lambda: api.count("list", "pods") > lists, 10, "the pod watch to list again")
+    api.add_pod("smt", node_name=NODE)
+    reject_pod(api, "smt", "SMTAlignmentError", "SMT Alignment Error: not enough free physical CPUs")
+    wait_for(lambda: agent.metric(smt) == 1, 5, "the second rejection")
+    assert agent.metric(tae) == 1, "a relist counted the same pod twice"
     assert agent.alive
