@@ -10,6 +10,7 @@ does for the extender. :mod:`rte.commands.run` only loads the settings and waits
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -22,7 +23,7 @@ from rte import __version__
 from rte.agent.health import HealthServer
 from rte.agent.heartbeat import HeartbeatRunner
 from rte.agent.kubelet import open_reader
-from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
+from rte.agent.loop import Agent, OutputClosed, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
@@ -52,24 +53,44 @@ class CycleFailed(RteError):
 
 
 def printer(output: str, out: TextIO) -> Callable[[NodeTopology], None]:
-    """The ``--no-publish`` sink: YAML documents separated by ``---``, or one JSON object per line."""
+    """The ``--no-publish`` sink: YAML documents separated by ``---``, or one JSON object per line.
+
+    Each object is rendered whole before it is written. When the reader has gone away (``| head``),
+    the sink raises :class:`~rte.agent.loop.OutputClosed` and the agent stops quietly.
+    """
     count = 0
 
     def sink(topology: NodeTopology) -> None:
         nonlocal count
         obj = to_nrt(topology)
         if output == "json":
-            out.write(json.dumps(obj) + "\n")
+            text = json.dumps(obj) + "\n"
         else:
             import yaml
 
-            if count:
-                out.write("---\n")
-            yaml.safe_dump(obj, out, sort_keys=False, default_flow_style=False)
-        out.flush()
+            text = ("---\n" if count else "") + yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
+        try:
+            out.write(text)
+            out.flush()
+        except BrokenPipeError as e:
+            _discard_stdout(out)
+            raise OutputClosed() from e
         count += 1
 
     return sink
+
+
+def _discard_stdout(out: TextIO) -> None:
+    """Point the process's stdout at /dev/null when ``out`` is stdout, so the interpreter's last
+    flush at exit finds nothing to complain about."""
+    import os
+    import sys
+
+    if out is sys.stdout:
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def _zone_load(settings: AgentSettings) -> ZoneAttributes | None:
@@ -318,6 +339,8 @@ class AgentApp:
             if not error.startswith("kubelet:") or time.monotonic() >= deadline:
                 raise CycleFailed(error)
             time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        if self.agent.output_closed:
+            raise BrokenPipeError("the reader of the output went away")
         if self.agent.last_published is not None:
             log.info("NRT %s is up to date", s.node_name)
 

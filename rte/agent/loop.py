@@ -96,6 +96,11 @@ class Shutdown(BaseException):
     """
 
 
+class OutputClosed(Shutdown):
+    """The reader of the ``--no-publish`` output went away (``rte run --no-publish | head``):
+    the sink raises it and the agent stops, as a command line tool does on a closed pipe."""
+
+
 def interruptible_sleep(stop: threading.Event) -> Callable[[float], None]:
     """A ``sleep`` for retry loops that ends early, raising :class:`Shutdown`, once ``stop`` is set."""
 
@@ -156,6 +161,7 @@ class Agent:
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
         self._machine_problem: str | None = None
+        self.output_closed = False
         self.trigger("start")
 
     # -- from any thread ------------------------------------------------------------------------
@@ -276,6 +282,9 @@ class Agent:
         self.status.busy(self._clock(), "cycle")
         try:
             self._run_cycle(reasons)
+        except OutputClosed:
+            self.output_closed = True
+            self.stop()
         except Shutdown:
             log.info("shutting down: abandoned the current cycle")
         except Exception as e:  # a bug must not end the agent; report it and retry like any failure
