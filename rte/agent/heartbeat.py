@@ -186,6 +186,7 @@ class HeartbeatRunner:
         self._thread: threading.Thread | None = None
         self._failing: str | None = None
         self._withheld = False
+        self._renewed = False  # a renewal has succeeded since start
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="rte-heartbeat", daemon=True)
@@ -201,13 +202,13 @@ class HeartbeatRunner:
             vouching, why = self.status.vouching(self._clock())
             if not vouching:
                 self.metrics.heartbeats.inc(result="withheld")
-                if not self._withheld:
+                if not self._withheld and self._renewed:  # before the first publish, nothing changed
                     log.warning("not renewing the heartbeat Lease while the NRT may be stale: %s", why)
                 self._withheld = True
                 return min(self.interval, WITHHELD_RECHECK)
-            if self._withheld:
+            if self._withheld and self._renewed:
                 log.info("renewing the heartbeat Lease again")
-                self._withheld = False
+            self._withheld = False
         try:
             self.heartbeat.renew()
         except (UnavailableError, PublishError) as e:
@@ -216,6 +217,7 @@ class HeartbeatRunner:
             log.exception("heartbeat Lease renewal failed unexpectedly")
             return self._failed(f"{type(e).__name__}: {e}")
         self.metrics.heartbeats.inc(result="ok")
+        self._renewed = True
         if self.status is not None:
             self.status.api_answered(self._clock())
         if self._failing is not None:

@@ -3,6 +3,7 @@ runner that renews it only while the agent vouches for its NRT."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import UTC, datetime
 from typing import Any
@@ -181,17 +182,26 @@ def test_the_heartbeat_retries_sooner_after_a_failure_but_never_later_than_its_i
     assert r.metrics.heartbeats.value(result="ok") == 1
 
 
-def test_the_lease_is_renewed_only_while_the_agent_vouches_for_its_nrt(clock: FakeClock) -> None:
+def test_the_lease_is_renewed_only_while_the_agent_vouches_for_its_nrt(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     status = AgentStatus(ready_window=180.0, stall_timeout=300.0, api_window=40.0)
     beat = FlakyHeartbeat()
     r = runner(beat, status, clock)
-    assert r.renew_once() == WITHHELD_RECHECK  # nothing published yet: nothing to vouch for
-    assert beat.renewals == 0
-    status.succeeded(clock.now)
-    assert r.renew_once() == 10.0
-    assert beat.renewals == 1
-    status.problem("kubelet", "connection refused")  # blind: the NRT may be stale from now on
-    assert r.renew_once() == WITHHELD_RECHECK
+    with caplog.at_level(logging.INFO, logger="rte"):
+        assert r.renew_once() == WITHHELD_RECHECK  # nothing published yet: nothing to vouch for
+        assert beat.renewals == 0
+        assert caplog.records == []  # every start begins so: not worth a warning
+        status.succeeded(clock.now)
+        assert r.renew_once() == 10.0
+        assert beat.renewals == 1
+        status.problem("kubelet", "connection refused")  # blind: the NRT may be stale from now on
+        assert r.renew_once() == WITHHELD_RECHECK
+        assert r.renew_once() == WITHHELD_RECHECK
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.WARNING]
+    assert warnings == [
+        "not renewing the heartbeat Lease while the NRT may be stale: kubelet: connection refused"
+    ]
     status.problem("kubelet", None)
     status.failed("input: bad List")
     assert r.renew_once() == WITHHELD_RECHECK
@@ -199,7 +209,7 @@ def test_the_lease_is_renewed_only_while_the_agent_vouches_for_its_nrt(clock: Fa
     status.degraded("sysfs", "node0/distance unreadable")  # unready, but pods are still published
     assert r.renew_once() == 10.0
     assert beat.renewals == 2
-    assert r.metrics.heartbeats.value(result="withheld") == 3
+    assert r.metrics.heartbeats.value(result="withheld") == 4
 
 
 def test_renewals_tell_readiness_whether_the_apiserver_answers(clock: FakeClock) -> None:
