@@ -10,6 +10,7 @@ does for the extender. :mod:`rte.commands.run` only loads the settings and waits
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -20,12 +21,14 @@ from typing import Any, TextIO
 
 from rte import __version__
 from rte.agent.health import HealthServer
+from rte.agent.heartbeat import HeartbeatRunner
 from rte.agent.kubelet import open_reader
-from rte.agent.loop import Agent, HeartbeatRunner, PodSnapshots, Publishing, interruptible_sleep
+from rte.agent.loop import Agent, OutputClosed, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
 from rte.agent.reading import PublishingRules
+from rte.agent.rejections import Rejection
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
@@ -50,24 +53,44 @@ class CycleFailed(RteError):
 
 
 def printer(output: str, out: TextIO) -> Callable[[NodeTopology], None]:
-    """The ``--no-publish`` sink: YAML documents separated by ``---``, or one JSON object per line."""
+    """The ``--no-publish`` sink: YAML documents separated by ``---``, or one JSON object per line.
+
+    Each object is rendered whole before it is written. When the reader has gone away (``| head``),
+    the sink raises :class:`~rte.agent.loop.OutputClosed` and the agent stops quietly.
+    """
     count = 0
 
     def sink(topology: NodeTopology) -> None:
         nonlocal count
         obj = to_nrt(topology)
         if output == "json":
-            out.write(json.dumps(obj) + "\n")
+            text = json.dumps(obj) + "\n"
         else:
             import yaml
 
-            if count:
-                out.write("---\n")
-            yaml.safe_dump(obj, out, sort_keys=False, default_flow_style=False)
-        out.flush()
+            text = ("---\n" if count else "") + yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
+        try:
+            out.write(text)
+            out.flush()
+        except BrokenPipeError as e:
+            _discard_stdout(out)
+            raise OutputClosed() from e
         count += 1
 
     return sink
+
+
+def _discard_stdout(out: TextIO) -> None:
+    """Point the process's stdout at /dev/null when ``out`` is stdout, so the interpreter's last
+    flush at exit finds nothing to complain about."""
+    import os
+    import sys
+
+    if out is sys.stdout:
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def _zone_load(settings: AgentSettings) -> ZoneAttributes | None:
@@ -131,11 +154,30 @@ def close_within(timeout: float, closers: list[Callable[[], None]]) -> None:
         log.warning("clients did not close within %.1fs; exiting anyway", timeout)
 
 
+def _api_window(settings: AgentSettings) -> float | None:
+    """How long the apiserver may stay silent before the agent is unready (None: no apiserver).
+
+    With the heartbeat on, renewals ask every quarter of ``lease_duration``: a whole Lease
+    duration without an answer is an outage, not a blip, and it is also when the agent's Lease
+    runs out. Without it, the resync's read of the stored NRT is the regular request.
+    """
+    if not settings.publish:
+        return None
+    if settings.lease_duration > 0:
+        return settings.lease_duration
+    return settings.ready_factor * settings.resync_interval
+
+
 class _Cluster:
     """The apiserver side: publisher, pod watch and heartbeat (absent with --no-publish)."""
 
     def __init__(
-        self, settings: AgentSettings, stop: threading.Event, on_pods: Callable[[], None], api_client: Any
+        self,
+        settings: AgentSettings,
+        stop: threading.Event,
+        on_pods: Callable[[], None],
+        on_rejected: Callable[[Rejection], None],
+        api_client: Any,
     ) -> None:
         from rte.agent.heartbeat import Heartbeat
         from rte.agent.podwatch import NodePodWatch
@@ -158,7 +200,11 @@ class _Cluster:
             field_manager=s.field_manager,
             sleep=interruptible_sleep(stop),
         )
-        self.pod_watch = NodePodWatch(self.api, s.node_name, on_change=on_pods) if s.pod_watch else None
+        self.pod_watch = (
+            NodePodWatch(self.api, s.node_name, on_change=on_pods, on_rejected=on_rejected)
+            if s.pod_watch
+            else None
+        )
         self.heartbeat = (
             Heartbeat(self.api, s.node_name, s.lease_namespace, max(1, round(s.lease_duration)))
             if s.lease_duration > 0
@@ -205,6 +251,7 @@ class AgentApp:
         self.status = AgentStatus(
             ready_window=settings.ready_factor * settings.resync_interval,
             stall_timeout=settings.stall_timeout,
+            api_window=_api_window(settings),
         )
         self.reader = open_reader(
             settings.podresources,
@@ -231,7 +278,9 @@ class AgentApp:
         self.cluster: _Cluster | None = None
         try:
             if settings.publish:
-                self.cluster = _Cluster(settings, self.stop_event, self._pods_changed, api_client)
+                self.cluster = _Cluster(
+                    settings, self.stop_event, self._pods_changed, self._pod_rejected, api_client
+                )
         except BaseException:
             self.reader.close()
             raise
@@ -260,6 +309,20 @@ class AgentApp:
         if agent is not None:
             agent.trigger("pods")
 
+    def _pod_rejected(self, rejection: Rejection) -> None:
+        """The kubelet refused a pod over alignment: count it, say so, and refresh the NRT now."""
+        self.metrics.topology_affinity_errors.inc(reason=rejection.reason)
+        log.warning(
+            "kubelet rejected pod %s with %s (%s); the scheduler's view of this node was wrong:"
+            " refreshing the NRT now",
+            rejection.pod,
+            rejection.reason,
+            rejection.message,
+        )
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.trigger("admission-error")
+
     # --- --once ------------------------------------------------------------------------
 
     def run_once(self) -> None:
@@ -276,6 +339,8 @@ class AgentApp:
             if not error.startswith("kubelet:") or time.monotonic() >= deadline:
                 raise CycleFailed(error)
             time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+        if self.agent.output_closed:
+            raise BrokenPipeError("the reader of the output went away")
         if self.agent.last_published is not None:
             log.info("NRT %s is up to date", s.node_name)
 
@@ -300,6 +365,7 @@ class AgentApp:
                     metrics=self.metrics,
                     backoff=Backoff(s.retry_base, s.retry_cap),
                     stop_event=self.stop_event,
+                    status=self.status,
                 )
                 self.heartbeat.start()
         self.watcher.start()

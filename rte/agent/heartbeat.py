@@ -5,6 +5,14 @@ same in it. Rather than rewriting the large, widely watched NRT just to say "sti
 agent renews a small Lease, the mechanism the kubelet itself uses for node heartbeats. The
 consumer reads ``spec.renewTime`` (see ``rte.consumer.store.heartbeat_from_lease``).
 
+**A renewal vouches for the NRT, not for the process.** :class:`HeartbeatRunner` renews only
+while the agent's view is current (:meth:`rte.agent.status.AgentStatus.vouching`: a cycle that
+talked to the kubelet confirmed the stored NRT recently, no cycle failed since, the kubelet
+answers, the CRD exists). An agent that is alive but blind (kubelet gone, nothing published,
+publishing failing) withholds renewals, so its Lease ages like a dead agent's and a consumer's
+``--heartbeat-max-age`` rule stops trusting the NRT. The Lease carries no other state, so every
+consumer that reads ``renewTime`` gets this meaning without knowing anything about rte.
+
 Renewal mirrors the kubelet's: keep the last Lease the server returned and send an update
 (PUT) carrying its ``resourceVersion``; on 409 re-read and try again, on 404 create it.
 One renewal is at most a few requests and never sleeps: if the apiserver is unavailable the
@@ -14,11 +22,16 @@ caller just renews again on its next tick, which is what a heartbeat should do.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
+from rte.agent.metrics import AgentMetrics
+from rte.agent.pacing import Backoff
 from rte.agent.retry import Failure, classify, describe, is_api_error
+from rte.agent.status import AgentStatus
 from rte.errors import PublishError, UnavailableError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 
@@ -26,6 +39,9 @@ log = logging.getLogger(__name__)
 
 HOLDER_PREFIX = "rte-agent/"
 _ATTEMPTS = 3
+WITHHELD_RECHECK = 1.0
+"""Seconds between checks while renewals are withheld: the Lease follows soon after the view is
+current again, and the check is a lock and a few comparisons, no request."""
 
 
 def utc_now() -> datetime:
@@ -134,3 +150,92 @@ class Heartbeat:
             if is_api_error(e) and classify(e) is Failure.NOT_FOUND:
                 return None
             raise
+
+
+class Renewing(Protocol):
+    """What the runner needs of :class:`Heartbeat`."""
+
+    def renew(self) -> None: ...
+
+
+class HeartbeatRunner:
+    """Renews the heartbeat Lease every ``interval`` in its own thread, so a slow publish never
+    delays it, and only while ``status`` vouches for the NRT; failures are retried sooner (with
+    backoff, never later than ``interval``). Every renewal tells ``status`` whether the apiserver
+    answered, which is how an outage shows in readiness on a node that writes nothing else.
+    """
+
+    def __init__(
+        self,
+        heartbeat: Renewing,
+        interval: float,
+        *,
+        metrics: AgentMetrics,
+        backoff: Backoff,
+        stop_event: threading.Event,
+        status: AgentStatus | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.heartbeat = heartbeat
+        self.interval = interval
+        self.metrics = metrics
+        self.status = status
+        self._backoff = backoff
+        self._stop = stop_event
+        self._clock = clock
+        self._thread: threading.Thread | None = None
+        self._failing: str | None = None
+        self._withheld = False
+        self._renewed = False  # a renewal has succeeded since start
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="rte-heartbeat", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def renew_once(self) -> float:
+        """One renewal, unless the agent cannot vouch for its NRT; the delay until the next one."""
+        if self.status is not None:
+            vouching, why = self.status.vouching(self._clock())
+            if not vouching:
+                self.metrics.heartbeats.inc(result="withheld")
+                if not self._withheld and self._renewed:  # before the first publish, nothing changed
+                    log.warning("not renewing the heartbeat Lease while the NRT may be stale: %s", why)
+                self._withheld = True
+                return min(self.interval, WITHHELD_RECHECK)
+            if self._withheld and self._renewed:
+                log.info("renewing the heartbeat Lease again")
+            self._withheld = False
+        try:
+            self.heartbeat.renew()
+        except (UnavailableError, PublishError) as e:
+            return self._failed(str(e))
+        except Exception as e:
+            log.exception("heartbeat Lease renewal failed unexpectedly")
+            return self._failed(f"{type(e).__name__}: {e}")
+        self.metrics.heartbeats.inc(result="ok")
+        self._renewed = True
+        if self.status is not None:
+            self.status.api_answered(self._clock())
+        if self._failing is not None:
+            log.info("heartbeat Lease renewed again")
+            self._failing = None
+        self._backoff.reset()
+        return self.interval
+
+    def _failed(self, error: str) -> float:
+        self.metrics.heartbeats.inc(result="failed")
+        if self.status is not None:
+            self.status.api_failed(error)
+        if error != self._failing:
+            log.warning("heartbeat Lease renewal failed: %s", error)
+        self._failing = error
+        return min(self.interval, self._backoff.next())
+
+    def _run(self) -> None:
+        delay = 0.0
+        while not self._stop.wait(delay):
+            delay = self.renew_once()

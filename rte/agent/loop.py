@@ -12,7 +12,10 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``allocatable``: the periodic re-read of GetAllocatableResources (``allocatable_refresh``,
   seconds: the kubelet drops unhealthy devices from it, and no file tells of that);
 * ``kubelet-recovered``: the kubelet answers again after failing (it may have restarted with new
-  allocatable resources, so that is re-read too);
+  allocatable resources, so that is re-read too, and the stored NRT is re-read as on a resync);
+* ``admission-error``: the kubelet refused a pod of this node at admission over alignment
+  (:mod:`rte.agent.rejections`): the scheduler's view was wrong, so allocatable, the List and
+  the stored NRT are all read again at once;
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
   NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
   reserved or CPUs onlined at run time);
@@ -20,10 +23,16 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
   held back by the write rate limit.
 
 A burst of triggers becomes one cycle (:class:`~rte.agent.pacing.Coalescer`). A cycle scans
-(reusing the poll's List when only the poll or the pod watch triggered it), computes the
-canonical object, and publishes unless it equals the last object published successfully; the
-periodic cycle always asks the publisher, which itself writes only when the stored content
-differs. Writes are rate limited (``publish_qps``/``publish_burst``).
+(reusing the poll's List when only the poll or the pod watch triggered it and the kubelet has
+not failed since), computes the canonical object, and publishes unless it equals the last object
+published successfully; the periodic cycle always asks the publisher, which itself writes only
+when the stored content differs. Writes are rate limited (``publish_qps``/``publish_burst``).
+
+What the agent claims stays true (:mod:`rte.agent.status`): the kubelet counts as back only
+when a call to it answered (a cycle that reused a List never says so), so while the kubelet is
+down every cycle lists afresh, fails, and publishes nothing; only a cycle that confirmed the
+stored object lets the heartbeat Lease be renewed. A sysfs re-read that fails leaves the last
+good machine model in place: pod changes are still published while readiness names the file.
 
 Failures never end the loop: the kubelet unreachable, bad input, the apiserver failing or the
 CRD missing each make the agent unready, are logged once per change of state (not once per
@@ -56,6 +65,10 @@ TICK = 1.0
 
 # Reasons whose cycle may reuse the List the poll just made; any other reason lists afresh.
 _LIST_FRESH_ENOUGH = frozenset({"kubelet", "pods", "deferred"})
+# Reasons whose cycle re-reads the stored NRT even when the computed object did not change.
+_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error"})
+# Reasons that make the next cycle re-read GetAllocatableResources.
+_REREAD_ALLOCATABLE = frozenset({"device-plugins", "admission-error"})
 
 
 class Publishing(Protocol):
@@ -76,17 +89,16 @@ class PodSnapshots(Protocol):
     def pods(self) -> Mapping[tuple[str, str], Pod]: ...
 
 
-class Renewing(Protocol):
-    """What the heartbeat runner needs of :class:`rte.agent.heartbeat.Heartbeat`."""
-
-    def renew(self) -> None: ...
-
-
 class Shutdown(BaseException):
     """Raised inside a retry sleep when the agent is stopping, to abandon the current cycle.
 
     A BaseException so that library code catching ``Exception`` lets it through.
     """
+
+
+class OutputClosed(Shutdown):
+    """The reader of the ``--no-publish`` output went away (``rte run --no-publish | head``):
+    the sink raises it and the agent stops, as a command line tool does on a closed pipe."""
 
 
 def interruptible_sleep(stop: threading.Event) -> Callable[[float], None]:
@@ -148,6 +160,8 @@ class Agent:
         self._failure: str | None = None
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
+        self._machine_problem: str | None = None
+        self.output_closed = False
         self.trigger("start")
 
     # -- from any thread ------------------------------------------------------------------------
@@ -190,7 +204,7 @@ class Agent:
             inbox, self._inbox = self._inbox, []
         for reason, at in inbox:
             self.metrics.triggers.inc(reason=reason)
-            if reason == "device-plugins":
+            if reason in _REREAD_ALLOCATABLE:
                 self.scanner.mark_allocatable_stale()
             self._coalescer.add(reason, at)
         if self.pods is not None and not self._pods_synced and self.pods.synced():
@@ -268,6 +282,9 @@ class Agent:
         self.status.busy(self._clock(), "cycle")
         try:
             self._run_cycle(reasons)
+        except OutputClosed:
+            self.output_closed = True
+            self.stop()
         except Shutdown:
             log.info("shutting down: abandoned the current cycle")
         except Exception as e:  # a bug must not end the agent; report it and retry like any failure
@@ -277,7 +294,8 @@ class Agent:
             self.status.idle(self._clock())
 
     def _run_cycle(self, reasons: frozenset[str]) -> None:
-        fresh = bool(reasons - _LIST_FRESH_ENOUGH)
+        # While the kubelet is down, a List from before is no evidence of anything: ask again.
+        fresh = bool(reasons - _LIST_FRESH_ENOUGH) or self._kubelet_down is not None
         specs = self.pods.pods() if self.pods is not None and self.pods.synced() else None
         try:
             scan = self.scanner.scan(fresh_list=fresh, specs=specs)
@@ -288,8 +306,9 @@ class Agent:
         except InputError as e:
             self._fail("input", e, reasons)
             return
-        if self._kubelet_recovered():
+        if scan.kubelet_heard and self._kubelet_recovered():
             self.scanner.mark_allocatable_stale()
+            reasons = reasons | {"kubelet-recovered"}
         self._record_scan(scan)
         topology = scan.topology
         if self.publisher is None:
@@ -298,7 +317,7 @@ class Agent:
             self._printed = topology
             self._succeeded()
             return
-        verify = "periodic" in reasons
+        verify = bool(reasons & _VERIFY)
         if topology == self.last_published and not verify:
             self.metrics.writes.inc(outcome="skipped")
             self._succeeded()
@@ -308,8 +327,8 @@ class Agent:
             # Over the write budget: run again when a token is there, keeping a pending verify.
             not_before = self._writes.next_at(now)
             self._coalescer.add("deferred", now, not_before=not_before)
-            if verify:
-                self._coalescer.add("periodic", now, not_before=not_before)
+            for reason in reasons & _VERIFY:
+                self._coalescer.add(reason, now, not_before=not_before)
             return
         self._publish(topology, verify, reasons)
 
@@ -317,7 +336,9 @@ class Agent:
         assert self.publisher is not None
         try:
             if not self._crd_ok:
-                if not self.publisher.crd_ready():
+                crd_ready = self.publisher.crd_ready()
+                self.status.api_answered(self._clock())
+                if not crd_ready:
                     self.status.problem("crd", "the NodeResourceTopology CRD is not installed")
                     self._fail("crd", "waiting for the NodeResourceTopology CRD to be installed", reasons)
                     return
@@ -330,10 +351,13 @@ class Agent:
             self.metrics.publish_seconds.observe(self._clock() - start)
         except (UnavailableError, PublishError) as e:
             self.metrics.writes.inc(outcome="failed")
+            self.status.api_failed(str(e))
             self._crd_ok = False  # a missing CRD shows up as a failed write: check it next time
             self.last_published = None  # the write may have landed or not: ask the publisher next time
             self._fail("apiserver", e, reasons)
             return
+        if verify or str(outcome) != "skipped":  # a skip may have been decided without a request
+            self.status.api_answered(self._clock())
         self.last_published = topology
         self.metrics.writes.inc(outcome=str(outcome))
         self.metrics.last_publish.set(self._wall())
@@ -352,6 +376,19 @@ class Agent:
         for kind, detail in sorted(findings - self._findings):
             log.warning("input inconsistency (%s): %s", kind, detail)
         self._findings = findings
+        self.status.degraded("kubelet-data", scan.inconsistent)
+        self._record_machine(scan.machine_problem)
+
+    def _record_machine(self, problem: str | None) -> None:
+        """A failed sysfs re-read: the last good model stands in; say so once, and when it ends."""
+        if problem is not None and problem != self._machine_problem:
+            log.warning("sysfs re-read failed: %s; publishing with the last good machine model", problem)
+        elif problem is None and self._machine_problem is not None:
+            log.info("sysfs readable again; the machine model is current")
+        self._machine_problem = problem
+        self.metrics.sysfs_failing.set(0.0 if problem is None else 1.0)
+        detail = None if problem is None else f"{problem} (publishing with the last good machine model)"
+        self.status.degraded("sysfs", detail)
 
     def _succeeded(self) -> None:
         self.metrics.cycles.inc(result="ok")
@@ -376,61 +413,5 @@ class Agent:
         self._failure = message
         now = self._clock()
         self._coalescer.add("retry", now, not_before=now + delay)
-        if "periodic" in reasons:
-            self._coalescer.add("periodic", now, not_before=now + delay)
-
-
-class HeartbeatRunner:
-    """Renews the heartbeat Lease every ``interval`` in its own thread, so a slow publish never
-    delays it; failures are retried sooner (with backoff, never later than ``interval``)."""
-
-    def __init__(
-        self,
-        heartbeat: Renewing,
-        interval: float,
-        *,
-        metrics: AgentMetrics,
-        backoff: Backoff,
-        stop_event: threading.Event,
-    ) -> None:
-        self.heartbeat = heartbeat
-        self.interval = interval
-        self.metrics = metrics
-        self._backoff = backoff
-        self._stop = stop_event
-        self._thread: threading.Thread | None = None
-        self._failing: str | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="rte-heartbeat", daemon=True)
-        self._thread.start()
-
-    def join(self, timeout: float) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def renew_once(self) -> float:
-        """One renewal; the delay until the next one."""
-        try:
-            self.heartbeat.renew()
-        except (UnavailableError, PublishError) as e:
-            self.metrics.heartbeats.inc(result="failed")
-            if str(e) != self._failing:
-                log.warning("heartbeat Lease renewal failed: %s", e)
-            self._failing = str(e)
-            return min(self.interval, self._backoff.next())
-        except Exception:
-            self.metrics.heartbeats.inc(result="failed")
-            log.exception("heartbeat Lease renewal failed unexpectedly")
-            return min(self.interval, self._backoff.next())
-        self.metrics.heartbeats.inc(result="ok")
-        if self._failing is not None:
-            log.info("heartbeat Lease renewed again")
-            self._failing = None
-        self._backoff.reset()
-        return self.interval
-
-    def _run(self) -> None:
-        delay = 0.0
-        while not self._stop.wait(delay):
-            delay = self.renew_once()
+        for reason in reasons & _VERIFY:  # the retry still re-reads the stored object
+            self._coalescer.add(reason, now, not_before=now + delay)

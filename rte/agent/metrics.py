@@ -88,6 +88,12 @@ class AgentMetrics:
             "Unix time of the last publish that left the stored NRT equal to the computed one.",
         )
         self.ready = Gauge(r, "rte_agent_ready", "1 when /readyz would answer 200.")
+        self.sysfs_failing = Gauge(
+            r,
+            "rte_agent_sysfs_read_failing",
+            "1 while the last sysfs re-read failed and the last good machine model is published.",
+        )
+        self.sysfs_failing.set(0.0)
         self.zone_available = SnapshotGauge(
             r,
             "rte_agent_zone_available",

@@ -13,7 +13,8 @@ podresources API does not give. One :class:`~rte.runtime.reflector.Reflector` th
 
 ``on_change`` is called (from the watch thread) whenever the set of pods or any pod's relevant
 content changes, including when a relist finds a different set; status-only updates that leave
-the :class:`~rte.model.pod.Pod` value equal do not call it.
+the :class:`~rte.model.pod.Pod` value equal do not call it. ``on_rejected`` is called once per
+pod the kubelet refused at admission over alignment (:mod:`rte.agent.rejections`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rte.agent.rejections import Rejection, RejectionTracker
 from rte.errors import InputError
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.runtime.kubeclient import raw_get
@@ -67,6 +69,7 @@ class NodePodWatch:
         node_name: str,
         *,
         on_change: Callable[[], None] | None = None,
+        on_rejected: Callable[[Rejection], None] | None = None,
         watch_seconds: int = 300,
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
@@ -75,6 +78,8 @@ class NodePodWatch:
     ) -> None:
         self.node_name = node_name
         self.on_change = on_change
+        self.on_rejected = on_rejected
+        self._rejections = RejectionTracker()
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
         self._reflector = Reflector(
@@ -132,10 +137,16 @@ class NodePodWatch:
             changed = pods != self._pods
             self._pods = pods
         log.debug("pod watch on %s: listed %d pods", self.node_name, len(pods))
+        for rejection in self._rejections.listed(item for item in items if self._ours(item)):
+            self._rejected(rejection)
         if changed:
             self._notify()
 
     def _on_event(self, kind: str, obj: Mapping[str, Any]) -> None:
+        if self._ours(obj):
+            rejection = self._rejections.event(kind, obj)
+            if rejection is not None:
+                self._rejected(rejection)
         pod = self._pod(obj)
         if pod is None:
             return
@@ -157,6 +168,18 @@ class NodePodWatch:
         if pod.node_name and pod.node_name != self.node_name:
             return None  # the selector is ours to trust, but a stray pod must not count
         return pod
+
+    def _ours(self, obj: Mapping[str, Any]) -> bool:
+        spec = obj.get("spec")
+        return isinstance(spec, Mapping) and spec.get("nodeName") == self.node_name
+
+    def _rejected(self, rejection: Rejection) -> None:
+        if self.on_rejected is None:
+            return
+        try:
+            self.on_rejected(rejection)
+        except Exception:
+            log.exception("pod watch on %s: on_rejected callback failed", self.node_name)
 
     def _notify(self) -> None:
         if self.on_change is None:

@@ -1,14 +1,19 @@
 """The agent's reading side: a :class:`~rte.agent.reading.NodeReading` per cycle, with the state
 that lives across cycles.
 
-* the machine (sysfs) is read at start and again when allocatable is refreshed (hugepage pools
-  and online CPUs can change at runtime);
+* the machine (sysfs) is read at start and again when the loop asks (its resync: hugepage pools
+  and online CPUs can change at runtime). A re-read that fails keeps the last good machine model
+  (one unreadable file must not stop pod changes from being published); the scan says so in
+  :attr:`Scan.machine_problem`, and each later scan tries again until a read succeeds;
 * the kubelet config is re-read when its file (or a drop-in) changes, checked by metadata on
   every scan, so a kubelet reconfiguration reaches the NRT without restarting the agent;
 * ``GetAllocatableResources`` is cached and re-read only when marked stale (periodically, on
   device plugin changes, after the kubelet came back); a kubelet without it is remembered, so it
   costs one warning, not one per cycle;
-* the last List is kept with its digest, so a poll can tell "changed" from "same again";
+* the last List is kept with its digest, so a poll can tell "changed" from "same again"; it is
+  reused by a scan only while no kubelet call failed after it, and :attr:`Scan.kubelet_heard`
+  says whether the scan itself talked to the kubelet, so a cycle never takes an old List for a
+  sign that the kubelet is back;
 * the kubelet's checkpoint files are re-read only when they change.
 
 ``rte dump`` uses the same scanner for one reading, so it shows what ``rte run`` would publish.
@@ -60,11 +65,21 @@ def error_kind(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Scan:
-    """One computed result."""
+    """One computed result.
+
+    ``kubelet_heard``: the scan made a kubelet call that answered (False when it reused the poll's
+    List). ``machine_problem``: why the last sysfs read failed, while the last good machine model
+    stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
+    cycle was inconsistent (None when consistent); the hook the accounting's consistency flag
+    feeds, which the loop turns into a readiness reason.
+    """
 
     topology: NodeTopology
     accounting: Accounting
     seconds: float
+    kubelet_heard: bool = False
+    machine_problem: str | None = None
+    inconsistent: str | None = None
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -177,27 +192,38 @@ class Scanner:
         self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
-        self._machine = machine_loader()
+        self._machine = machine_loader()  # at start there is no good model to fall back on
         self._machine_stale = False
+        self.machine_problem: str | None = None
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
         self.listing: Listing | None = None
+        self._listing_current = False  # no kubelet call failed since self.listing was made
+        self._heard = False  # a kubelet call answered during the current scan
 
     def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
         if self.reader is None:
             raise UnavailableError(f"no kubelet to call {method} on")
         try:
-            return call(self.reader)
+            result = call(self.reader)
+        except NotSupportedError as e:
+            self._on_error(method, error_kind(e))
+            self._heard = True  # an answer all the same: the kubelet is there
+            raise
         except RteError as e:
             self._on_error(method, error_kind(e))
+            self._listing_current = False
             raise
+        self._heard = True
+        return result
 
     def poll(self) -> bool:
         """List now; True when the result differs from the last one seen (first time: True)."""
         listing = self._kubelet("List", lambda reader: reader.list())
         changed = self.listing is None or listing.digest != self.listing.digest
         self.listing = listing
+        self._listing_current = True
         return changed
 
     def mark_allocatable_stale(self, *, machine: bool = False) -> None:
@@ -206,9 +232,16 @@ class Scanner:
         self._machine_stale = self._machine_stale or machine
 
     def _refresh_machine(self) -> None:
-        if self._machine_stale:
-            self._machine = self._load_machine()
-            self._machine_stale = False
+        if not self._machine_stale:
+            return
+        try:
+            machine = self._load_machine()
+        except InputError as e:  # sysfs I/O errors arrive as InputError naming the file
+            self.machine_problem = str(e)  # stays stale: the next scan tries again
+            return
+        self._machine = machine
+        self._machine_stale = False
+        self.machine_problem = None
 
     def _refresh_allocatable(self) -> None:
         if not self._allocatable_stale:
@@ -231,13 +264,14 @@ class Scanner:
 
     def _read_kubelet(self, fresh_list: bool) -> KubeletReading:
         self._refresh_allocatable()
-        if fresh_list or self.listing is None:
+        if fresh_list or not self._listing_current or self.listing is None:
             self.poll()
         assert self.listing is not None
         return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read())
 
     def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
-        """Read the node; ``fresh_list`` False reuses the last List (a poll just made it)."""
+        """Read the node; ``fresh_list`` False reuses the last List (a poll just made it), unless
+        a kubelet call failed since."""
         self._refresh_machine()
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
@@ -253,5 +287,12 @@ class Scanner:
     def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
         """Read the node and compute its object (see :meth:`read`)."""
         start = time.perf_counter()
+        self._heard = False
         computed = compute_topology(self.read(fresh_list=fresh_list, specs=specs))
-        return Scan(computed.topology, computed.accounting, time.perf_counter() - start)
+        return Scan(
+            computed.topology,
+            computed.accounting,
+            time.perf_counter() - start,
+            kubelet_heard=self._heard,
+            machine_problem=self.machine_problem,
+        )

@@ -6,7 +6,8 @@ Modes:
   :mod:`rte.agent.loop`) until SIGTERM or SIGINT, then exits 0 within ``shutdown_timeout``.
 * ``--once``: one cycle; exit status 1 (with the reason on stderr) when it failed.
 * ``--no-publish``: no cluster at all; each new object is printed on stdout instead (YAML
-  documents, or JSON lines with ``-o json``). Combines with ``--once``.
+  documents, or JSON lines with ``-o json``). Combines with ``--once``. When the reader of the
+  output goes away (``| head``), the command ends quietly with status 1, as ``rte dump`` does.
 * ``--dump-config``: print the effective settings as YAML and exit.
 """
 
@@ -53,3 +54,5 @@ def run(
                 log.info("received %s: shutting down", signals.name)
     finally:
         app.stop()
+    if app.agent.output_closed:  # `rte run --no-publish | head`: end as `rte dump | head` does
+        raise BrokenPipeError("the reader of the output went away")

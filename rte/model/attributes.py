@@ -52,4 +52,10 @@ ZONE_MEMORY_PRESSURE = "memoryPressurePercent"
 
 HEARTBEAT_LEASE_NAMESPACE = "rte"
 """The agent renews ``coordination.k8s.io/v1`` Lease ``<node name>`` in this namespace (by default)
-as its freshness signal, so liveness never costs an NRT rewrite."""
+as its freshness signal, so liveness never costs an NRT rewrite.
+
+A renewal vouches for the NRT, not for the process: the agent renews only while its published NRT
+is current (it talked to the kubelet, confirmed the stored object recently, and nothing failed
+since). A running agent that cannot vouch (kubelet gone, nothing published, writes failing)
+withholds renewals, so ``spec.renewTime`` ages exactly as a dead agent's would, and a consumer
+needs nothing but ``renewTime`` and its own maximum age to stop trusting the NRT."""

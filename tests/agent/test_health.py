@@ -53,6 +53,30 @@ def test_standing_problems_make_the_agent_unready_even_after_a_publish() -> None
     assert s.readiness(11.0) == (True, "ok")
 
 
+def test_a_degradation_makes_the_agent_unready_but_it_still_vouches_for_its_nrt() -> None:
+    s = status()
+    s.succeeded(10.0)
+    s.degraded("sysfs", "node0/distance: cannot read")
+    assert s.readiness(11.0) == (False, "sysfs: node0/distance: cannot read")
+    assert s.vouching(11.0) == (True, "ok")
+    s.problem("kubelet", "socket gone")
+    assert s.readiness(11.0) == (False, "kubelet: socket gone; sysfs: node0/distance: cannot read")
+    assert s.vouching(11.0) == (False, "kubelet: socket gone")
+
+
+def test_an_apiserver_silent_for_longer_than_its_window_makes_a_quiet_agent_unready() -> None:
+    s = AgentStatus(ready_window=180.0, stall_timeout=300.0, api_window=40.0)
+    s.succeeded(10.0)
+    s.api_answered(10.0)
+    s.api_failed("connection refused")
+    s.succeeded(45.0)  # cycles that need no apiserver go on succeeding
+    assert s.readiness(50.0) == (True, "ok")
+    assert s.readiness(51.0) == (False, "apiserver: no answer for 41s (limit 40s): connection refused")
+    assert s.vouching(51.0) == (True, "ok")  # the NRT itself is as current as before
+    s.api_answered(52.0)
+    assert s.readiness(52.0) == (True, "ok")
+
+
 def test_a_long_cycle_is_alive_until_the_stall_timeout() -> None:
     s = status()
     s.tick(0.0)

@@ -1,13 +1,19 @@
-"""The heartbeat Lease, through the real kubernetes client against the apiserver double."""
+"""The heartbeat Lease, through the real kubernetes client against the apiserver double, and the
+runner that renews it only while the agent vouches for its NRT."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from rte.agent.heartbeat import Heartbeat, lease_time
+from rte.agent.heartbeat import WITHHELD_RECHECK, Heartbeat, HeartbeatRunner, lease_time
+from rte.agent.metrics import AgentMetrics
+from rte.agent.pacing import Backoff
+from rte.agent.status import AgentStatus
 from rte.consumer.store import heartbeat_from_lease
 from rte.errors import PublishError, UnavailableError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
@@ -138,3 +144,102 @@ def test_a_custom_namespace_and_duration_are_used(fake_apiserver: FakeApiServer,
     Heartbeat(api_client, NODE, namespace="kube-node-lease", lease_seconds=15).renew()
     obj = fake_apiserver.get_object("leases", NODE, "kube-node-lease")
     assert obj is not None and obj["spec"]["leaseDurationSeconds"] == 15
+
+
+class FlakyHeartbeat:
+    def __init__(self, failures: int = 0, error: Exception | None = None) -> None:
+        self.failures = failures
+        self.error = error or UnavailableError("apiserver down")
+        self.renewals = 0
+
+    def renew(self) -> None:
+        self.renewals += 1
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+
+
+def runner(heartbeat: FlakyHeartbeat, status: AgentStatus | None, clock: FakeClock) -> HeartbeatRunner:
+    return HeartbeatRunner(
+        heartbeat,
+        10.0,
+        metrics=AgentMetrics("n1", "test"),
+        backoff=Backoff(1.0, 60.0, rng=lambda: 1.0),
+        stop_event=threading.Event(),
+        status=status,
+        clock=lambda: clock.now,
+    )
+
+
+def test_the_heartbeat_retries_sooner_after_a_failure_but_never_later_than_its_interval(
+    clock: FakeClock,
+) -> None:
+    r = runner(FlakyHeartbeat(failures=2), None, clock)
+    assert r.renew_once() == 1.0
+    assert r.renew_once() == 2.0
+    assert r.renew_once() == 10.0
+    assert r.metrics.heartbeats.value(result="failed") == 2
+    assert r.metrics.heartbeats.value(result="ok") == 1
+
+
+def test_the_lease_is_renewed_only_while_the_agent_vouches_for_its_nrt(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    status = AgentStatus(ready_window=180.0, stall_timeout=300.0, api_window=40.0)
+    beat = FlakyHeartbeat()
+    r = runner(beat, status, clock)
+    with caplog.at_level(logging.INFO, logger="rte"):
+        assert r.renew_once() == WITHHELD_RECHECK  # nothing published yet: nothing to vouch for
+        assert beat.renewals == 0
+        assert caplog.records == []  # every start begins so: not worth a warning
+        status.succeeded(clock.now)
+        assert r.renew_once() == 10.0
+        assert beat.renewals == 1
+        status.problem("kubelet", "connection refused")  # blind: the NRT may be stale from now on
+        assert r.renew_once() == WITHHELD_RECHECK
+        assert r.renew_once() == WITHHELD_RECHECK
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.WARNING]
+    assert warnings == [
+        "not renewing the heartbeat Lease while the NRT may be stale: kubelet: connection refused"
+    ]
+    status.problem("kubelet", None)
+    status.failed("input: bad List")
+    assert r.renew_once() == WITHHELD_RECHECK
+    status.succeeded(clock.now)
+    status.degraded("sysfs", "node0/distance unreadable")  # unready, but pods are still published
+    assert r.renew_once() == 10.0
+    assert beat.renewals == 2
+    assert r.metrics.heartbeats.value(result="withheld") == 4
+
+
+def test_renewals_tell_readiness_whether_the_apiserver_answers(clock: FakeClock) -> None:
+    status = AgentStatus(ready_window=180.0, stall_timeout=300.0, api_window=40.0)
+    status.succeeded(clock.now)
+    beat = FlakyHeartbeat()
+    r = runner(beat, status, clock)
+    r.renew_once()
+    assert status.readiness(clock.now) == (True, "ok")
+    beat.failures = 100
+    clock.now += 30
+    status.succeeded(clock.now)  # the quiet node's cycles need no apiserver and keep succeeding
+    r.renew_once()
+    assert status.readiness(clock.now) == (True, "ok")  # 30s of silence: a blip, within the window
+    clock.now += 11
+    status.succeeded(clock.now)
+    ok, reason = status.readiness(clock.now)
+    assert not ok
+    assert reason == "apiserver: no answer for 41s (limit 40s): apiserver down"
+    beat.failures = 0
+    r.renew_once()
+    assert status.readiness(clock.now) == (True, "ok")
+
+
+def test_a_forbidden_renewal_counts_as_no_answer(clock: FakeClock) -> None:
+    status = AgentStatus(ready_window=180.0, stall_timeout=300.0, api_window=40.0)
+    status.succeeded(clock.now)
+    r = runner(FlakyHeartbeat(failures=100, error=PublishError("403 Forbidden")), status, clock)
+    status.api_answered(clock.now)
+    r.renew_once()
+    clock.now += 41
+    status.succeeded(clock.now)
+    assert status.readiness(clock.now)[1].endswith("403 Forbidden")

@@ -1,9 +1,4 @@
-"""The agent loop driven step by step with an injected clock.
-
-The kubelet side is real (a scenario directory read by the same code as in production); the
-apiserver side is a small fake with the Publisher's interface, so each decision of the loop
-(when to scan, when to publish, when to wait) is observable without any timing luck.
-"""
+"""The agent loop driven step by step with an injected clock (:mod:`tests.helpers.agent_loop`)."""
 
 from __future__ import annotations
 
@@ -12,165 +7,15 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from rte.agent.kubelet import DirectoryReader, Listing
-from rte.agent.loop import Agent, HeartbeatRunner, interruptible_sleep
-from rte.agent.metrics import AgentMetrics
-from rte.agent.pacing import Backoff
-from rte.agent.reading import PublishingRules
-from rte.agent.scanner import KubeletConfigCache, Scanner
-from rte.agent.settings import AgentSettings, load_settings
-from rte.agent.status import AgentStatus
+from rte.agent.loop import interruptible_sleep
 from rte.errors import PublishError, UnavailableError
-from rte.host.machine import Machine
-from rte.host.sysfs import read_machine
 from rte.model import fingerprint as fp
-from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
-from rte.podres.types import AllocatableResources
-from tests.helpers.clock import FakeClock
-from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
-
-SYSFS, SCENARIO, CONFIG = R640_SYSFS, R640_STATIC, R640_KUBELET_CONFIG
-
-
-class FakePublisher:
-    """The Publisher interface over a dict; ``failures`` raise one by one before succeeding."""
-
-    def __init__(self) -> None:
-        self.stored: NodeTopology | None = None
-        self.calls: list[float] = []
-        self.forgets = 0
-        self.failures: list[Exception] = []
-        self.crd: list[bool] = []
-        self.clock: FakeClock | None = None
-
-    def crd_ready(self) -> bool:
-        return self.crd.pop(0) if self.crd else True
-
-    def publish(self, topology: NodeTopology) -> str:
-        self.calls.append(self.clock.now if self.clock else 0.0)
-        if self.failures:
-            raise self.failures.pop(0)
-        if self.stored == topology:
-            return "skipped"
-        outcome = "created" if self.stored is None else "patched"
-        self.stored = topology
-        return outcome
-
-    def forget(self) -> None:
-        self.forgets += 1
-
-    @property
-    def writes(self) -> int:
-        return sum(1 for _ in self.calls)
-
-
-class CountingReader(DirectoryReader):
-    def __init__(self, directory: Path) -> None:
-        super().__init__(directory)
-        self.lists = 0
-        self.allocatables = 0
-
-    def list(self) -> Listing:
-        self.lists += 1
-        return super().list()
-
-    def get_allocatable(self) -> AllocatableResources:
-        self.allocatables += 1
-        return super().get_allocatable()
-
-
-class Pods:
-    def __init__(self) -> None:
-        self.is_synced = False
-        self.snapshot: dict[tuple[str, str], Pod] = {}
-
-    def synced(self) -> bool:
-        return self.is_synced
-
-    def pods(self) -> Mapping[tuple[str, str], Pod]:
-        return self.snapshot
-
-
-class Harness:
-    def __init__(self, tmp_path: Path, publish: bool = True, **flags: Any) -> None:
-        self.dir = tmp_path / "scenario"
-        self.dir.mkdir()
-        for name in ("list.protojson.json", "get_allocatable_resources.protojson.json"):
-            shutil.copy(SCENARIO / name, self.dir / name)
-        self.clock = FakeClock()
-        defaults = {"poll_interval": "500ms", "resync_interval": "60s", "retry_base": "1s", "retry_cap": "8s"}
-        self.settings: AgentSettings = load_settings(
-            env={}, flags={**defaults, **flags}, hostname=lambda: "n1"
-        )
-        self.reader = CountingReader(self.dir)
-        self.metrics = AgentMetrics("n1", "test")
-        self.scanner = Scanner(
-            node_name="n1",
-            reader=self.reader,
-            machine_loader=self._load_machine,
-            kubelet_config=KubeletConfigCache(CONFIG, None),
-            rules=PublishingRules(self.settings.fingerprint_method, self.settings.informer_mode),
-            on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
-                method=method, kind=kind
-            ),
-        )
-        self.status = AgentStatus(ready_window=180, stall_timeout=300)
-        self.publisher = FakePublisher()
-        self.publisher.clock = self.clock
-        self.printed: list[NodeTopology] = []
-        self.pods = Pods()
-        self.agent = Agent(
-            self.settings,
-            self.scanner,
-            metrics=self.metrics,
-            status=self.status,
-            publisher=self.publisher if publish else None,
-            pods=self.pods,
-            sink=self.printed.append,
-            clock=self.clock,
-            rng=lambda: 1.0,
-        )
-
-    machine_loads = 0
-
-    def _load_machine(self) -> Machine:
-        self.machine_loads += 1
-        return read_machine(SYSFS, pci=False)
-
-    def advance(self, seconds: float) -> None:
-        """Step the loop, jumping the clock to each deadline, for ``seconds`` of fake time."""
-        end = self.clock.now + seconds
-        while True:
-            delay = self.agent.step()
-            if self.clock.now >= end:
-                return
-            self.clock.now = min(end, self.clock.now + max(delay, 0.001))
-
-    def add_pod(self, name: str, cpus: list[int]) -> None:
-        path = self.dir / "list.protojson.json"
-        doc = json.loads(path.read_text())
-        doc["podResources"].append(
-            {
-                "namespace": "default",
-                "name": name,
-                "containers": [{"name": "c", "cpuIds": [str(c) for c in cpus]}],
-            }
-        )
-        path.write_text(json.dumps(doc))
-
-    def ready(self) -> bool:
-        return self.status.readiness(self.clock.now)[0]
-
-    def metric(self, name: str, **labels: str) -> float:
-        family = getattr(self.metrics, name)
-        return float(family.value(**labels))
+from tests.helpers.agent_loop import SCENARIO, Harness
 
 
 def test_the_first_cycle_publishes_once_after_the_debounce(tmp_path: Path) -> None:
@@ -384,31 +229,3 @@ def test_stopping_during_a_retry_sleep_abandons_the_cycle_promptly(tmp_path: Pat
     h.agent.stop()
     assert done.wait(2)
     assert time.monotonic() - start < 1
-
-
-class FlakyHeartbeat:
-    def __init__(self, failures: int) -> None:
-        self.failures = failures
-        self.renewals = 0
-
-    def renew(self) -> None:
-        self.renewals += 1
-        if self.failures:
-            self.failures -= 1
-            raise UnavailableError("apiserver down")
-
-
-def test_the_heartbeat_retries_sooner_after_a_failure_but_never_later_than_its_interval() -> None:
-    metrics = AgentMetrics("n1", "test")
-    runner = HeartbeatRunner(
-        FlakyHeartbeat(failures=2),
-        10.0,
-        metrics=metrics,
-        backoff=Backoff(1.0, 60.0, rng=lambda: 1.0),
-        stop_event=threading.Event(),
-    )
-    assert runner.renew_once() == 1.0
-    assert runner.renew_once() == 2.0
-    assert runner.renew_once() == 10.0
-    assert metrics.heartbeats.value(result="failed") == 2
-    assert metrics.heartbeats.value(result="ok") == 1

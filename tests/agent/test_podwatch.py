@@ -166,3 +166,40 @@ def test_a_failing_callback_does_not_stop_the_watch(fake_apiserver: FakeApiServe
         wait_for(watch, ["default/a"])
     finally:
         watch.stop()
+
+
+def test_a_pod_the_kubelet_refuses_over_alignment_is_reported_once_across_a_relist(
+    fake_apiserver: FakeApiServer, kube_api_client: Any, api_client: Any
+) -> None:
+    from kubernetes import client
+
+    from rte.agent.rejections import Rejection
+
+    rejected: list[Rejection] = []
+    watch = NodePodWatch(api_client, NODE, on_rejected=rejected.append, backoff_base=0.01)
+    core = client.CoreV1Api(kube_api_client)
+
+    def refuse(name: str, node: str, reason: str) -> None:
+        fake_apiserver.add_pod(name, node_name=node, phase="Pending")
+        status = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {reason}"}
+        core.patch_namespaced_pod(name, "default", {"status": status})
+
+    try:
+        refuse("before-start", NODE, "TopologyAffinityError")  # seconds old: refused during a restart
+        watch.start()
+        assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+        refuse("elsewhere", "worker-2", "TopologyAffinityError")
+        refuse("smt", NODE, "SMTAlignmentError")
+        refuse("full", NODE, "OutOfcpu")
+        wait_until(lambda: len(rejected) == 2, what="two rejections")
+        fake_apiserver.expire_watches()
+        wait_until(lambda: watch.relists == 2, what="a relist after 410")
+        core.patch_namespaced_pod("smt", "default", {"metadata": {"labels": {"seen": "again"}}})
+        fake_apiserver.add_pod("marker", node_name=NODE)
+        wait_for(watch, ["default/before-start", "default/full", "default/marker", "default/smt"])
+    finally:
+        watch.stop()
+    assert [(r.pod, r.reason) for r in rejected] == [
+        ("default/before-start", "TopologyAffinityError"),
+        ("default/smt", "SMTAlignmentError"),
+    ]

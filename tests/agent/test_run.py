@@ -6,6 +6,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -104,6 +107,23 @@ def test_once_with_a_broken_sysfs_root_is_an_input_error(tmp_path: Path) -> None
     assert err.strip().splitlines()[-1] == f"rte: error: {tmp_path}: not a sysfs root: neither" + (
         " devices/system/node nor devices/system/cpu exists"
     )
+
+
+@pytest.mark.parametrize("output", ["yaml", "json"])
+def test_once_into_a_closed_pipe_ends_quietly_like_other_command_line_tools(output: str) -> None:
+    # `rte run --once --no-publish | head -5`: the reader is gone before the object is written.
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        argv = [sys.executable, "-m", "rte", "run", "--once", "--no-publish", "-o", output]
+        argv += ["--node-name", "n1", "--sysfs", str(SYSFS), "--podresources", str(SCENARIO)]
+        result = subprocess.run(argv, stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(writer)
+    assert "Traceback" not in result.stderr
+    assert "Broken pipe" not in result.stderr
+    assert "error" not in result.stderr.lower()
+    assert result.returncode == 1  # as `rte dump | head` ends
 
 
 def test_the_agent_app_publishes_serves_its_probes_and_stops_within_its_shutdown_timeout(

@@ -9,9 +9,13 @@ Every wait polls for a condition with a deadline; nothing sleeps blind.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -114,13 +118,19 @@ class AgentProcess:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
-    def metric(self, sample: str) -> float:
+    def metric(self, sample: str, default: float | None = None) -> float:
         """The value of one sample, written as in the exposition (``name{label="v"}`` or ``name``).
 
-        Label order does not matter (the exposition sorts label names).
+        Label order does not matter (the exposition sorts label names). ``default`` stands in for
+        a sample not exposed yet (a labelled counter appears with its first increment).
         """
         _, body = self.get("/metrics")
-        return sample_value(body, sample)
+        try:
+            return sample_value(body, sample)
+        except AssertionError:
+            if default is None:
+                raise
+            return default
 
     def stop(self, timeout: float = 10.0) -> int:
         if self.returncode is None:
@@ -146,6 +156,59 @@ def sample_value(exposition: str, sample: str) -> float:
             if _key(found) == _key(wanted):
                 return float(found.value)
     raise AssertionError(f"no sample {sample} in the exposition")
+
+
+class KubeletProcess:
+    """The fake kubelet in a process of its own (``python -m rte.testing.fake_kubelet``), so a test
+    can SIGKILL it: the socket file then stays behind and connecting to it is refused, as after a
+    kubelet crash. :meth:`start` serves the same scenario on the same socket again.
+    """
+
+    def __init__(self, scenario: Path = SCENARIO) -> None:
+        self.scenario = scenario
+        self._dir = Path(tempfile.mkdtemp(prefix="fkp-", dir="/tmp"))  # short: unix socket paths
+        self.socket_path = self._dir / "kubelet.sock"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix://{self.socket_path}"
+
+    def start(self) -> KubeletProcess:
+        self.socket_path.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "rte.testing.fake_kubelet", "--socket", str(self.socket_path)]
+        argv += ["--scenario", str(self.scenario)]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RTE_")}
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        wait_for(self.socket_path.exists, 15, "the fake kubelet's socket")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, the socket file stays."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(5)
+            self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(5)
+            self.proc = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def reject_pod(api: FakeApiServer, name: str, reason: str, message: str, namespace: str = "default") -> None:
+    """What the kubelet does to a pod it refuses at admission (``kubernetes/kubernetes
+    pkg/kubelet/kubelet.go``, ``rejectPod``): phase Failed, the admission ``reason``, and
+    "Pod was rejected: " before the message. Written with a PUT through the real client.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api.api_client())
+    pod = core.read_namespaced_pod(name, namespace)
+    pod.status = client.V1PodStatus(phase="Failed", reason=reason, message=f"Pod was rejected: {message}")
+    core.replace_namespaced_pod(name, namespace, pod)
 
 
 def stored(api: FakeApiServer) -> dict[str, Any] | None:

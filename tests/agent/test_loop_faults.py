@@ -1,0 +1,91 @@
+"""What the loop claims under faults: the kubelet is back only when it answered, a failed sysfs
+re-read keeps publishing on the last good model, and a rejected pod refreshes everything at once
+(driven step by step with :mod:`tests.helpers.agent_loop`)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.agent_loop import Harness
+
+
+def test_a_pod_watch_trigger_while_the_kubelet_is_down_lists_again_and_publishes_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Only triggered cycles: no allocatable refresh, no resync, so a pod trigger runs alone.
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h")
+    h.advance(1)
+    published = len(h.publisher.calls)
+    h.reader.down = True
+    h.advance(1)  # the polls fail
+    assert "kubelet" in h.status.readiness(h.clock.now)[1]
+    lists = h.reader.lists
+    with caplog.at_level(logging.INFO, logger="rte"):
+        h.agent.trigger("pods")
+        h.advance(0.3)
+    assert h.metric("cycle_errors", cause="kubelet") == 1  # the cycle asked the kubelet, and failed
+    assert h.reader.lists == lists
+    assert len(h.publisher.calls) == published
+    assert not h.ready()
+    assert not h.status.vouching(h.clock.now)[0]
+    assert "answers again" not in caplog.text
+
+    h.reader.down = False
+    h.advance(2)
+    assert h.ready()
+    assert h.publisher.forgets == 1  # back from blindness: the stored object is read again
+
+
+def test_a_list_from_before_a_failed_call_is_never_reused(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h")
+    h.advance(1)
+    h.reader.down = True
+    h.advance(0.6)
+    h.reader.down = False
+    scan = h.scanner.scan(fresh_list=False)  # as a pod-watch cycle asks: the poll's List if current
+    assert scan.kubelet_heard  # ... but it was not: the scan listed again
+    reused = h.scanner.scan(fresh_list=False)
+    assert not reused.kubelet_heard  # the fresh List is reused, and the scan says it heard nothing
+
+
+def test_a_failed_sysfs_reread_keeps_publishing_pod_changes_on_the_last_good_model(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(tmp_path, resync_interval="10s", allocatable_refresh="0")
+    h.advance(1)
+    good = h.publisher.stored
+    h.machine_error = "/sys/devices/system/node/node0/distance"
+    with caplog.at_level(logging.INFO, logger="rte"):
+        h.advance(10)  # the resync re-reads sysfs, and fails
+        reason = h.status.readiness(h.clock.now)[1]
+        assert reason.startswith("sysfs: /sys/devices/system/node/node0/distance: cannot read")
+        assert reason.endswith("(publishing with the last good machine model)")
+        assert h.status.vouching(h.clock.now)[0]  # the NRT is still what the pods are: Lease renewed
+        assert h.metric("sysfs_failing") == 1
+        h.add_pod("new", [6, 8])
+        h.advance(1)
+        assert h.publisher.stored != good  # the pod change went out on the last good model
+        h.advance(10)  # another failing re-read: no second warning
+        h.machine_error = None
+        h.agent.trigger("notify")  # any scan tries sysfs again while it is failing
+        h.advance(1)
+    assert h.ready()
+    assert h.metric("sysfs_failing") == 0
+    warnings = [r for r in caplog.records if "sysfs re-read failed" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "sysfs readable again" in caplog.text
+
+
+def test_an_admission_error_rereads_allocatable_and_the_stored_object_at_once(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h", debounce="50ms")
+    h.advance(1)
+    allocatables, forgets, lists = h.reader.allocatables, h.publisher.forgets, h.reader.lists
+    h.agent.trigger("admission-error")
+    h.advance(0.1)
+    assert h.reader.allocatables == allocatables + 1
+    assert h.reader.lists == lists + 1
+    assert h.publisher.forgets == forgets + 1
+    assert h.metric("triggers", reason="admission-error") == 1
