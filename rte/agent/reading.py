@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rte.agent.podset import PodGlob
 from rte.host.kubelet_config import KubeletConfig
-from rte.host.kubelet_state import MemoryManagerState
+from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.vocabulary import FingerprintMethod, InformerMode
@@ -29,11 +29,14 @@ from rte.podres.types import AllocatableResources, PodResources
 class Checkpoints:
     """The kubelet's resource manager checkpoint files, each None when absent or unreadable.
 
-    Optional truth: accounting works from podresources alone and uses a checkpoint only to
-    settle what podresources cannot say (how a multi-NUMA memory block was split).
+    Optional truth: accounting works from podresources alone and uses a checkpoint to add what
+    podresources cannot say: the CPUs and memory finished init containers still hold, and how a
+    multi-NUMA memory block was split. Where the two disagree, accounting never takes the more
+    optimistic one (:mod:`rte.agent.cpu_accounting`, :mod:`rte.agent.memory_accounting`).
     """
 
     memory: MemoryManagerState | None = None
+    cpu: CpuManagerState | None = None
 
 
 NO_CHECKPOINTS = Checkpoints()

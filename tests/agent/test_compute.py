@@ -74,7 +74,7 @@ def test_the_fixture_node_with_its_checkpoint_and_zone_load_gives_a_valid_object
     assert schema_errors(to_nrt(computed.topology)) == []
 
 
-def test_the_memory_checkpoint_decides_available_memory_when_it_disagrees() -> None:
+def test_a_memory_checkpoint_holding_more_than_list_decides_available_memory() -> None:
     state = load_memory_manager_state(CHECKPOINT)
     reading = _reading()
     assert reading.kubelet is not None
@@ -82,7 +82,19 @@ def test_the_memory_checkpoint_decides_available_memory_when_it_disagrees() -> N
     computed = compute_topology(replace(reading, kubelet=kubelet))
     assert _resource(computed.topology.zones[1], "memory").available == 40 * GiB
     assert _resource(computed.topology.zones[0], "memory").available == 47784828928 - 2 * GiB
-    assert [f.kind for f in computed.accounting.findings] == ["memory_state_differs"]
+    assert computed.accounting.findings == ()  # finished init containers hold memory List omits
+
+
+def test_a_memory_checkpoint_behind_list_never_makes_memory_look_freer() -> None:
+    state = load_memory_manager_state(CHECKPOINT)
+    reading = _reading()
+    assert reading.kubelet is not None
+    # The copy has not caught up with the 4 GiB pod on zone 1 yet: List still charges it.
+    behind = _with_free_memory(state, 1, 50693324800)
+    kubelet = replace(reading.kubelet, checkpoints=Checkpoints(memory=behind))
+    computed = compute_topology(replace(reading, kubelet=kubelet))
+    assert _resource(computed.topology.zones[1], "memory").available == 50693324800 - 4 * GiB
+    assert computed.accounting.consistent
 
 
 def test_without_a_kubelet_it_is_hardware_capacity_without_a_fingerprint() -> None:
