@@ -48,6 +48,17 @@ MEMORY_MANAGER_POLICIES = ("None", "Static")
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+FULL_PCPUS_ONLY = "full-pcpus-only"
+
+ADMISSION_FEATURE_GATES: Mapping[str, bool] = {
+    # KEP-2837: pod-level resources; beta and on by default since 1.34 (off in 1.32-1.33).
+    "PodLevelResources": True,
+    # KEP-5526: the CPU and memory managers honour pod-level resources; alpha in 1.36, beta but
+    # still off by default in 1.37.
+    "PodLevelResourceManagers": False,
+}
+"""The kubelet feature gates that change admission, with the kubelet's default (kubernetes/kubernetes
+``pkg/features/kube_features.go``)."""
 
 # The kubelet's hard eviction defaults (Linux). imagefs.inodesFree joined the set in kubelet 1.30
 # (kubernetes/kubernetes#121834); only memory.available matters to memory allocatable.
@@ -98,6 +109,10 @@ class KubeletConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     source: str = field(default="<defaults>", compare=False)
     """Where the settings came from, for messages."""
+
+    def feature_gate(self, gate: str) -> bool:
+        """Whether ``gate`` is on: the config's setting, else the kubelet's default (known gates only)."""
+        return self.feature_gates.get(gate, ADMISSION_FEATURE_GATES.get(gate, False))
 
     def hard_eviction_memory(self, capacity: int) -> int:
         """Bytes the ``memory.available`` hard threshold holds back on a node of ``capacity`` bytes.

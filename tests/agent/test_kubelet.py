@@ -169,7 +169,10 @@ def test_malformed_kubelet_data_yields_findings_and_a_sane_object() -> None:
     assert "unknown_device" in err and "0000:ee:00.0" in err
     assert "unknown_cpu" in err and "999" in err
     attrs = {a["name"]: a["value"] for a in obj["attributes"]}
-    assert attrs["nodeNonTopologyResources"] == f"{SRIOV}=1"
+    # Its resource has NUMA-local devices, so the device manager aligns it and the device on node 7
+    # matches no NUMA mask: unknown NUMA, not "no topology".
+    assert attrs["nodeUnknownNUMAResources"] == f"{SRIOV}=1"
+    assert "nodeNonTopologyResources" not in attrs
     assert schema_errors(obj) == []
 
 
