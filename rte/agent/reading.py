@@ -21,6 +21,7 @@ from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import AllocatableResources, PodResources
 
@@ -76,7 +77,9 @@ class NodeReading:
     no kubelet answered (``rte dump`` away from a node): hardware capacity, no fingerprint.
     ``specs`` are the pods bound to this node as the API has them (the daemon's pod watch); they
     switch the fingerprint to the spec rule. ``zone_attributes`` (NUMA id -> attributes, e.g. the
-    zone load) are added to the zones.
+    zone load) are added to the zones. ``last_consistent`` is what the last consistent computation
+    left available per (zone name, resource); a computation whose kubelet data contradicts itself
+    publishes no more than that (:func:`rte.agent.compute.compute_topology`).
     """
 
     node_name: str
@@ -86,3 +89,4 @@ class NodeReading:
     rules: PublishingRules
     specs: Mapping[tuple[str, str], Pod] | None = None
     zone_attributes: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    last_consistent: Mapping[tuple[str, str], Amount] = field(default_factory=dict)

@@ -34,9 +34,15 @@ from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, Publishi
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_config_files import load_kubelet_config
-from rte.host.kubelet_state import MEMORY_MANAGER_STATE, load_memory_manager_state
+from rte.host.kubelet_state import (
+    CPU_MANAGER_STATE,
+    MEMORY_MANAGER_STATE,
+    load_cpu_manager_state,
+    load_memory_manager_state,
+)
 from rte.host.machine import Machine
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 from rte.podres.types import AllocatableResources
 
@@ -60,11 +66,16 @@ def error_kind(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Scan:
-    """One computed result."""
+    """One computed result.
+
+    ``consistent`` False: the kubelet's data contradicted itself (see :mod:`rte.agent.compute`);
+    the object is capped at the last consistent state, and the agent should not call itself ready.
+    """
 
     topology: NodeTopology
     accounting: Accounting
     seconds: float
+    consistent: bool = True
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -112,10 +123,12 @@ class CheckpointFiles:
 
     def __init__(self, kubelet_root: Path | None) -> None:
         memory = kubelet_root / MEMORY_MANAGER_STATE if kubelet_root else None
+        cpu = kubelet_root / CPU_MANAGER_STATE if kubelet_root else None
         self._memory = _WatchedFile(memory, load_memory_manager_state, "memory manager checkpoint")
+        self._cpu = _WatchedFile(cpu, load_cpu_manager_state, "CPU manager checkpoint")
 
     def read(self) -> Checkpoints:
-        return Checkpoints(memory=self._memory.get())
+        return Checkpoints(memory=self._memory.get(), cpu=self._cpu.get())
 
 
 class KubeletConfigCache:
@@ -182,6 +195,7 @@ class Scanner:
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
+        self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
 
     def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
@@ -248,10 +262,17 @@ class Scanner:
             rules=self._rules,
             specs=specs,
             zone_attributes=self._zone_attributes(self._machine) if self._zone_attributes else {},
+            last_consistent=self._last_consistent,
         )
 
     def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
-        """Read the node and compute its object (see :meth:`read`)."""
+        """Read the node and compute its object (see :meth:`read`).
+
+        A consistent result becomes the ceiling of later inconsistent ones (``last_consistent``).
+        """
         start = time.perf_counter()
         computed = compute_topology(self.read(fresh_list=fresh_list, specs=specs))
-        return Scan(computed.topology, computed.accounting, time.perf_counter() - start)
+        if computed.consistent:
+            self._last_consistent = computed.available()
+        seconds = time.perf_counter() - start
+        return Scan(computed.topology, computed.accounting, seconds, computed.consistent)

@@ -150,3 +150,22 @@ def test_zone_attributes_land_on_their_numa_zone_only_and_unknown_ids_are_ignore
     )
     assert computed.topology.zones[numa_id].attributes == (Attribute("cpuUtilizationPercent", "90"),)
     assert computed.topology.zones[1 - numa_id].attributes == ()
+
+
+def test_the_last_consistent_state_caps_only_an_inconsistent_computation() -> None:
+    reading = _reading(zone_attributes={})
+    assert reading.kubelet is not None
+    ceiling = {("node-0", "cpu"): 1, ("node-1", "memory"): 5}
+    consistent = compute_topology(replace(reading, last_consistent=ceiling))
+    assert consistent.consistent
+    assert _resource(consistent.topology.zones[0], "cpu").available == 46  # a consistent one is not capped
+
+    pods = reading.kubelet.pods
+    twice = replace(reading.kubelet, pods=(*pods, replace(pods[1], containers=pods[1].containers[1:])))
+    capped = compute_topology(replace(reading, kubelet=twice, last_consistent=ceiling))
+    assert not capped.consistent
+    z0, z1 = capped.topology.zones
+    assert _resource(z0, "cpu").available == 1
+    assert _resource(z1, "memory").available == 5
+    assert _resource(z1, "cpu").available == 42  # not in the ceiling: its own (worst-case) value
+    assert capped.accounting.zones == capped.topology.zones
