@@ -5,9 +5,10 @@ that lives across cycles.
   and online CPUs can change at runtime);
 * the kubelet config is re-read when its file (or a drop-in) changes, checked by metadata on
   every scan, so a kubelet reconfiguration reaches the NRT without restarting the agent;
-* ``GetAllocatableResources`` is cached and re-read only when marked stale (periodically, on
-  device plugin changes, after the kubelet came back); a kubelet without it is remembered, so it
-  costs one warning, not one per cycle;
+* ``GetAllocatableResources`` is cached; the loop re-reads it every few seconds
+  (:meth:`Scanner.refresh_allocatable`, a cycle only when the answer changed) and marks it stale
+  for the next scan on device plugin changes, the resync and after the kubelet came back; a
+  kubelet without it is remembered, so it costs one warning, not one per cycle;
 * the last List is kept with its digest, so a poll can tell "changed" from "same again";
 * the kubelet's checkpoint files are re-read only when they change.
 
@@ -213,6 +214,18 @@ class Scanner:
         changed = self.listing is None or listing.digest != self.listing.digest
         self.listing = listing
         return changed
+
+    def refresh_allocatable(self) -> bool:
+        """Re-read ``GetAllocatableResources`` now; True when the answer differs from the one in use.
+
+        The periodic refresh calls this, so that an unchanged answer (the common case) costs one
+        local gRPC call and no cycle, while a device that turned unhealthy (the kubelet drops it
+        from the answer) reaches the NRT at the next tick.
+        """
+        before, supported = self._allocatable, self._allocatable_supported
+        self._allocatable_stale = True
+        self._refresh_allocatable()
+        return self._allocatable != before or self._allocatable_supported != supported
 
     def mark_allocatable_stale(self, *, machine: bool = False) -> None:
         """Re-read allocatable (and sysfs when ``machine``) on the next scan."""

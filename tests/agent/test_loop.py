@@ -329,6 +329,16 @@ def test_a_device_the_kubelet_stops_offering_leaves_the_nrt_within_seconds_witho
     assert h.settings.allocatable_refresh <= 10
 
 
+def test_an_unchanged_allocatable_answer_costs_the_call_and_no_cycle(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="1s", resync_interval="60s")
+    h.advance(1)
+    cycles, allocatables = h.metric("cycles", result="ok"), h.reader.allocatables
+    h.advance(30)
+    assert h.reader.allocatables - allocatables >= 25  # asked about once a second...
+    assert h.metric("cycles", result="ok") == cycles  # ...and nothing to do each time
+    assert h.metric("triggers", reason="allocatable") == 0
+
+
 def test_sysfs_is_reread_on_the_resync_timer_not_on_every_allocatable_refresh(tmp_path: Path) -> None:
     h = Harness(tmp_path, allocatable_refresh="1s", resync_interval="60s")
     h.advance(30)
