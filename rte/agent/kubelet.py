@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -129,6 +131,45 @@ class DirectoryReader:
 # (100 QPS, burst 10) is far away.
 ONE_SHOT_QPS = 20.0
 ONE_SHOT_BURST = 5
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def endpoint_problem(endpoint: str, *, must_exist: bool = True) -> str | None:
+    """Why ``endpoint`` cannot be a podresources endpoint, or None when it can.
+
+    Accepted: ``unix://PATH`` or ``unix:PATH`` (the kubelet's socket), ``file://DIR`` (a scenario
+    directory), or a bare path to either. ``must_exist`` False lets a socket that is not there
+    yet pass (the daemon waits for the kubelet); a regular file or another scheme never passes.
+    """
+    kind = "either"
+    if endpoint.startswith("unix:"):
+        path, kind = endpoint.removeprefix("unix:").removeprefix("//"), "socket"
+    elif endpoint.startswith("file://"):
+        path, kind = endpoint.removeprefix("file://"), "directory"
+    elif not endpoint.startswith(("/", ".")) and (scheme := _SCHEME.match(endpoint)):
+        return (
+            f"unsupported scheme {scheme.group()!r}"
+            " (expected unix://SOCKET, a socket path or a scenario directory)"
+        )
+    else:
+        path = endpoint
+    if not path:
+        return "names no path"
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such socket or directory" if must_exist else None
+    except OSError as e:
+        return f"cannot be inspected: {e.strerror or e}"
+    if stat.S_ISSOCK(mode):
+        return None if kind != "directory" else "is a socket, not a scenario directory"
+    if stat.S_ISDIR(mode):
+        return None if kind != "socket" else "is a directory, not a socket"
+    if stat.S_ISREG(mode):
+        return "is a regular file, not a socket or a scenario directory"
+    return "is neither a socket nor a scenario directory"
 
 
 def may_answer(endpoint: str) -> bool:
