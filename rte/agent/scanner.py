@@ -33,7 +33,7 @@ from rte.agent.compute import compute_topology
 from rte.agent.kubelet import KubeletReader, Listing
 from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
-from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_config import KubeletConfig, check_against_machine
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import (
     CPU_MANAGER_STATE,
@@ -266,11 +266,14 @@ class Scanner:
     def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
         """Read the node; ``fresh_list`` False reuses the last List (a poll just made it)."""
         self._refresh_machine()
+        config = self._config.get()
+        if config is not None:
+            check_against_machine(config, self._machine.cpus)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
             node_name=self._node_name,
             machine=self._machine,
-            config=self._config.get(),
+            config=config,
             kubelet=kubelet,
             rules=self._rules,
             specs=specs,

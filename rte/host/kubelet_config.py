@@ -29,14 +29,14 @@ millicores (``"500m"`` -> 500, ``"2"`` -> 2000), so fractional CPUs stay exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from rte.errors import InputError
 from rte.model import attributes
-from rte.model.cpuset import parse_cpuset
+from rte.model.cpuset import format_cpuset, parse_cpuset
 from rte.model.quantity import ceil_value, milli_value, parse_quantity
 from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES
 
@@ -127,6 +127,23 @@ class KubeletConfig:
         if isinstance(threshold, _Percent):
             return math.floor(capacity * threshold.fraction)
         return threshold
+
+
+def check_against_machine(config: KubeletConfig, cpus: Iterable[int]) -> None:
+    """Refuse a config the kubelet could not be running with on this machine.
+
+    ``reservedSystemCPUs`` naming CPUs the machine lacks makes the CPU manager fail to start
+    (kubernetes/kubernetes ``pkg/kubelet/cm/cpumanager/policy_static.go``, ``NewStaticPolicy``),
+    so the file is not the one in force.
+    """
+    present = frozenset(cpus)
+    missing = config.reserved_system_cpus - present
+    if missing:
+        raise InputError(
+            f"{config.source}: reservedSystemCPUs",
+            f"names CPUs {format_cpuset(missing)}, which this machine does not have"
+            f" (its CPUs: {format_cpuset(present) or 'none'})",
+        )
 
 
 def go_bool(value: str) -> bool | None:

@@ -251,3 +251,28 @@ def test_no_kubelet_contradicts_an_explicit_podresources() -> None:
     code, _, err = _dump("--sysfs", str(R640), "--no-kubelet", "--podresources", str(R640_STATIC))
     assert code == 2
     assert err == "rte: error: --no-kubelet: contradicts --podresources\n"
+
+
+# -- inputs that cannot be true (#14.14) -----------------------------------------------------------
+
+
+def test_a_sysfs_tree_that_cannot_be_true_is_one_line_with_status_2(tmp_path: Path) -> None:
+    node = tmp_path / "devices" / "system" / "node"
+    (node / "node0").mkdir(parents=True)
+    (node / "online").write_text("0\n")
+    (node / "node0" / "meminfo").write_text("Node 0 MemFree: 1024 kB\n")
+    code, out, err = _dump("--sysfs", str(tmp_path), NO_KUBELET)
+    assert (code, out) == (2, "")
+    assert err == f"rte: error: {node}/node0/meminfo: no MemTotal line: every node's meminfo has one\n"
+
+
+def test_reserved_cpus_the_machine_lacks_are_one_line_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    config = tmp_path / "kubelet.yaml"
+    config.write_text("cpuManagerPolicy: static\nreservedSystemCPUs: 0,1,200-201\n")
+    for inputs in (["--no-kubelet"], ["--podresources", str(R640_STATIC)]):
+        code, out, err = _dump("--sysfs", str(R640), "--kubelet-config", str(config), *inputs)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"rte: error: {config}: reservedSystemCPUs: names CPUs 200-201, which this machine does not have"
+            " (its CPUs: 0-103)\n"
+        )
