@@ -30,7 +30,7 @@ from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, Zone
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
 from rte.agent.watch import FileWatcher, WatchSpec
-from rte.errors import RteError
+from rte.errors import RteError, UnavailableError
 from rte.host.kubelet_state import CPU_MANAGER_STATE, DRA_MANAGER_STATE, MEMORY_MANAGER_STATE
 from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
@@ -263,7 +263,14 @@ class AgentApp:
     # --- --once ------------------------------------------------------------------------
 
     def run_once(self) -> None:
-        """One cycle (after the pod watch synced, when there is one); :class:`CycleFailed` if it fails."""
+        """One cycle (after the pod watch synced, when there is one).
+
+        The node is read once before the cycle, so that bad input (sysfs, the kubelet config, the
+        kubelet's data) ends the command as its :class:`~rte.errors.InputError`, exit status 2
+        with nothing published, as in ``rte dump``, not as a failed cycle that speaks of retrying.
+        A kubelet that does not answer within ``kubelet_timeout``, or a failed cycle, is
+        :class:`CycleFailed`.
+        """
         s = self.settings
         if self.cluster is not None and self.cluster.pod_watch is not None:
             self.cluster.pod_watch.start()
@@ -271,6 +278,14 @@ class AgentApp:
                 log.warning("pod watch not synced in time: the fingerprint follows the kubelet's List")
         # A kubelet that is just starting gets kubelet_timeout to answer, as a daemon would wait.
         deadline = time.monotonic() + s.kubelet_timeout
+        while True:
+            try:
+                self.agent.scanner.read(fresh_list=True)
+                break
+            except UnavailableError as e:
+                if time.monotonic() >= deadline:
+                    raise CycleFailed(f"kubelet: {e}") from e
+                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         while not self.agent.run_once():
             error = self.agent.last_error or "cycle failed"
             if not error.startswith("kubelet:") or time.monotonic() >= deadline:

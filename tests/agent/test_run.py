@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -104,6 +105,29 @@ def test_once_with_a_broken_sysfs_root_is_an_input_error(tmp_path: Path) -> None
     assert err.strip().splitlines()[-1] == f"rte: error: {tmp_path}: not a sysfs root: neither" + (
         " devices/system/node nor devices/system/cpu exists"
     )
+
+
+def test_once_with_bad_kubelet_data_is_an_input_error_with_status_2_and_no_retrying(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "list.json").write_text('{"pod_resources": [{"name": 5}]}')
+    shutil.copy(SCENARIO / "get_allocatable_resources.protojson.json", scenario)
+    code, out, err = run(
+        "--once", "--no-publish", "--podresources", str(scenario), "--kubelet-config", str(CONFIG)
+    )
+    assert (code, out) == (2, "")
+    assert err == f"rte: error: {scenario}/list.json: pod_resources[0].name: expected a string, got 5\n"
+
+
+def test_once_with_undecodable_bytes_from_the_kubelet_socket_is_status_2_in_one_line() -> None:
+    with FakeKubelet(scenario=SCENARIO) as kubelet:
+        kubelet.serve_raw("List", b"\xff\xff\xff")
+        code, out, err = run(
+            "--once", "--no-publish", "--podresources", kubelet.endpoint, "--kubelet-config", str(CONFIG)
+        )
+    assert (code, out) == (2, "")
+    assert err.startswith("rte: error: kubelet List response from unix://") and "does not decode" in err
+    assert err.count("\n") == 1 and "retrying" not in err
 
 
 def test_the_agent_app_publishes_serves_its_probes_and_stops_within_its_shutdown_timeout(
