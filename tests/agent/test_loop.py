@@ -281,6 +281,30 @@ def test_bad_kubelet_data_keeps_the_last_object_and_the_loop_running(tmp_path: P
     assert h.publisher.stored != good
 
 
+def test_contradicting_kubelet_data_is_a_finding_counted_logged_once_and_flagged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(tmp_path)
+    h.advance(1)
+    assert h.agent.last_scan is not None and h.agent.last_scan.consistent
+    path = h.dir / "list.protojson.json"
+    doc = json.loads(path.read_text())
+    twin = json.loads(json.dumps(doc["podResources"][1]))
+    twin["containers"] = twin["containers"][1:]  # dpdk-app-0 listed twice, differently
+    doc["podResources"].append(twin)
+    path.write_text(json.dumps(doc))
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.advance(5)
+    assert h.agent.last_scan is not None and not h.agent.last_scan.consistent
+    family = h.metrics.findings
+    assert family.value(kind="duplicate_pod") == 1
+    lines = [r.getMessage() for r in caplog.records if "duplicate_pod" in r.getMessage()]
+    assert lines == [
+        "input inconsistency (duplicate_pod): pod cnf/dpdk-app-0 is listed 2 times"
+        " (different entries, all charged)"
+    ]
+
+
 def test_a_kubelet_without_get_allocatable_degrades_with_a_single_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

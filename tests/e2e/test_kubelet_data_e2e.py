@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from rte.host.kubelet_state import CPU_MANAGER_STATE
-from rte.model.cpuset import format_cpuset
+from rte.testing import scenarios as sc
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.fake_kubelet import FakeKubelet
 from tests.e2e.test_agent_e2e import converged, exclusive_pod, first_publish
 from tests.helpers.e2e import NRT, AgentFactory, stored
-from tests.helpers.paths import KUBELET_FIXTURES
 from tests.helpers.waiting import wait_for
 
 SRIOV = "intel.com/intel_sriov_netdevice"
-R640_CPU_STATE = KUBELET_FIXTURES / "state" / "cpu_manager_state.SYNTHETIC.dell-r640-scenario.json"
 R640_CPUS = frozenset(range(104))
 
 
@@ -48,8 +46,11 @@ def test_cpus_an_init_container_still_holds_are_not_offered_by_the_published_nrt
     start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet, tmp_path: Path
 ) -> None:
     state_file = tmp_path / "kubelet" / CPU_MANAGER_STATE  # the agent's --kubelet-root
-    state = json.loads(R640_CPU_STATE.read_text())  # agrees with the scenario's List
-    write_like_the_kubelet(state_file, state)
+    entries: dict[str, dict[str, set[int]]] = {  # what the scenario's List shows
+        "uid-dpdk": {"app": {2, 4, 54, 56}},
+        "uid-worker": {"worker": {3, 5, 7, 9, 55, 57, 59, 61}},
+    }
+    write_like_the_kubelet(state_file, sc.cpu_manager_state(R640_CPUS, entries))
     agent = start_agent()
     first_publish(agent, api, kubelet)
     before = int(zone_resource(stored(api), "node-0", "cpu")["available"])
@@ -57,10 +58,8 @@ def test_cpus_an_init_container_still_holds_are_not_offered_by_the_published_nrt
     # A pod whose init container ran on CPUs 10 and 12 (NUMA 0) and whose app runs on 6 and 8.
     # List shows the app's CPUs; only the checkpoint knows the init container kept its own.
     kubelet.add_pod(exclusive_pod("with-init", [6, 8]))
-    state["entries"]["uid-with-init"] = {"init": "10,12", "app": "6,8"}
-    held = {6, 8, 10, 12, 2, 4, 54, 56, 3, 5, 7, 9, 55, 57, 59, 61}
-    state["defaultCpuSet"] = format_cpuset(R640_CPUS - held)
-    write_like_the_kubelet(state_file, state)
+    entries["uid-with-init"] = {"init": {10, 12}, "app": {6, 8}}
+    write_like_the_kubelet(state_file, sc.cpu_manager_state(R640_CPUS, entries))
     wait_for(
         lambda: int(zone_resource(stored(api), "node-0", "cpu")["available"]) == before - 4,
         5,
@@ -69,9 +68,8 @@ def test_cpus_an_init_container_still_holds_are_not_offered_by_the_published_nrt
 
     # The pod is removed: gone from List and, a moment later, from the checkpoint.
     kubelet.remove_pod("default", "with-init")
-    del state["entries"]["uid-with-init"]
-    state["defaultCpuSet"] = format_cpuset(R640_CPUS - (held - {6, 8, 10, 12}))
-    write_like_the_kubelet(state_file, state)
+    del entries["uid-with-init"]
+    write_like_the_kubelet(state_file, sc.cpu_manager_state(R640_CPUS, entries))
     converged(api, kubelet, 5, "the CPUs back once both sources let them go")
     assert int(zone_resource(stored(api), "node-0", "cpu")["available"]) == before
     assert agent.alive

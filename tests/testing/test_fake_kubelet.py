@@ -17,3 +17,12 @@ def test_the_fake_kubelet_leaves_unhealthy_devices_out_of_allocatable_only(kubel
         held = client.get("cnf", "holder")
     assert "0000:3b:02.6" not in offered and len(offered) == 63
     assert held is not None and held.containers[0].devices[0].device_ids == ("0000:3b:02.6",)
+
+
+def test_the_cpu_manager_state_builder_writes_what_the_agents_reader_reads() -> None:
+    from rte.host.kubelet_state import parse_cpu_manager_state
+
+    state = parse_cpu_manager_state(sc.cpu_manager_state(range(8), {"uid": {"init": {1, 2}, "app": {1}}}))
+    assert state.policy == "static"
+    assert state.default_cpuset == frozenset({0, 3, 4, 5, 6, 7})
+    assert state.containers == {"uid": {"init": frozenset({1, 2}), "app": frozenset({1})}}
