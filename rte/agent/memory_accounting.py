@@ -35,7 +35,7 @@ from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
 from rte.podres.types import AllocatableResources, MemoryBlock, PodResources
 
-Key = tuple[int, str]
+_Key = tuple[int, str]
 """(NUMA id, resource name)."""
 
 
@@ -90,8 +90,8 @@ def _allocatable(
     config: KubeletConfig | None,
     allocatable: AllocatableResources | None,
     resources: set[str],
-) -> dict[Key, int]:
-    alloc: dict[Key, int] = {}
+) -> dict[_Key, int]:
+    alloc: dict[_Key, int] = {}
     if allocatable is not None and allocatable.memory:
         for block in allocatable.memory:
             resources.add(block.memory_type)
@@ -126,9 +126,9 @@ def _components(groups: Iterable[tuple[int, ...]]) -> list[tuple[int, ...]]:
 
 
 def _checkpoint_used(
-    ledger: Ledger, state: MemoryManagerState, alloc: dict[Key, int], resources: set[str]
-) -> dict[Key, int]:
-    used: dict[Key, int] = {}
+    ledger: Ledger, state: MemoryManagerState, alloc: dict[_Key, int], resources: set[str]
+) -> dict[_Key, int]:
+    used: dict[_Key, int] = {}
     for zone, numa in state.machine_state.items():
         if zone not in ledger.zones:
             ledger.note("unknown_numa_id", f"memory_manager_state names NUMA node {zone}")
@@ -178,7 +178,7 @@ def account_memory_bound(
             amounts.allocatable = alloc.get((zone, res), 0)
             capacity = capacity_of(machine, zone, res)
             amounts.capacity = amounts.allocatable if capacity is None else capacity
-    single: dict[Key, int] = {}
+    single: dict[_Key, int] = {}
     multi: dict[tuple[tuple[int, ...], str], int] = {}
     everywhere: dict[str, int] = {}
     for pod in pods:
@@ -197,7 +197,7 @@ def account_memory_bound(
                 single[(ids[0], res)] = single.get((ids[0], res), 0) + block.size
             else:
                 multi[(ids, res)] = multi.get((ids, res), 0) + block.size
-    used: dict[Key, int] = dict(single)
+    used: dict[_Key, int] = dict(single)
     if state is not None and state.policy == "static":
         for key, amount in _checkpoint_used(ledger, state, alloc, resources).items():
             used[key] = max(used.get(key, 0), amount)
@@ -211,7 +211,7 @@ def account_memory_bound(
             ledger.at(zone, res).used = used.get((zone, res), 0) + everywhere.get(res, 0)
 
 
-def _fill(used: dict[Key, int], alloc: dict[Key, int], group: tuple[int, ...], res: str, need: int) -> None:
+def _fill(used: dict[_Key, int], alloc: dict[_Key, int], group: tuple[int, ...], res: str, need: int) -> None:
     """Charge ``need`` to ``group`` as the memory manager fills it: lowest id first, the rest last."""
     for zone in group:
         if need <= 0:
