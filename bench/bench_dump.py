@@ -22,8 +22,7 @@ def run() -> dict[str, float]:
         "dump",
         "--sysfs",
         str(LARGEST),
-        "--podresources",
-        "unix:///nonexistent",
+        "--no-kubelet",
         "-o",
         "json",
     ]

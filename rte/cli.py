@@ -90,14 +90,18 @@ def fingerprint_cmd(
 @click.option(
     "--podresources",
     default=None,
-    help="Kubelet podresources endpoint (unix socket) or a scenario directory"
-    " [default: unix:///var/lib/kubelet/pod-resources/kubelet.sock].",
+    help="Kubelet podresources endpoint (unix socket) or a scenario directory; it must answer"
+    " [default: unix:///var/lib/kubelet/pod-resources/kubelet.sock, if there].",
+)
+@click.option(
+    "--no-kubelet", is_flag=True, help="Ask no kubelet: hardware capacity (allocatable = available)."
 )
 @click.option("--kubelet-config", default=None, help="Kubelet config file (YAML or /configz JSON).")
 @click.option(
     "--kubelet-dir",
     default=None,
-    help="Kubelet root dir; its memory_manager_state, when present, settles multi-NUMA memory blocks.",
+    help="Kubelet root dir; its cpu_manager_state and memory_manager_state, when present, add what"
+    " init containers still hold and settle multi-NUMA memory blocks.",
 )
 @_method_option("Which pods the fingerprint covers.")
 @reports_errors
@@ -106,6 +110,7 @@ def dump_cmd(
     node_name: str | None,
     output: str,
     podresources: str | None,
+    no_kubelet: bool,
     kubelet_config: str | None,
     kubelet_dir: str | None,
     method: str,
@@ -121,6 +126,7 @@ def dump_cmd(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=FingerprintMethod(method),
+        ask_kubelet=not no_kubelet,
     )
 
 

@@ -10,8 +10,6 @@ does for the extender. :mod:`rte.commands.run` only loads the settings and waits
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import threading
 import time
@@ -23,22 +21,21 @@ from rte import __version__
 from rte.agent.health import HealthServer
 from rte.agent.heartbeat import HeartbeatRunner
 from rte.agent.kubelet import open_reader
-from rte.agent.loop import Agent, OutputClosed, PodSnapshots, Publishing, interruptible_sleep
+from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
 from rte.agent.podset import PodGlob
+from rte.agent.printer import printer
 from rte.agent.reading import PublishingRules
 from rte.agent.rejections import Rejection
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
 from rte.agent.watch import FileWatcher, WatchSpec
-from rte.errors import RteError
+from rte.errors import RteError, UnavailableError
 from rte.host.kubelet_state import CPU_MANAGER_STATE, DRA_MANAGER_STATE, MEMORY_MANAGER_STATE
 from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
-from rte.model.nrt import to_nrt
-from rte.model.topology import NodeTopology
 
 log = logging.getLogger("rte.agent")
 
@@ -50,47 +47,6 @@ CLOSE_TIMEOUT = 0.5
 
 class CycleFailed(RteError):
     """``rte run --once``: the one cycle failed."""
-
-
-def printer(output: str, out: TextIO) -> Callable[[NodeTopology], None]:
-    """The ``--no-publish`` sink: YAML documents separated by ``---``, or one JSON object per line.
-
-    Each object is rendered whole before it is written. When the reader has gone away (``| head``),
-    the sink raises :class:`~rte.agent.loop.OutputClosed` and the agent stops quietly.
-    """
-    count = 0
-
-    def sink(topology: NodeTopology) -> None:
-        nonlocal count
-        obj = to_nrt(topology)
-        if output == "json":
-            text = json.dumps(obj) + "\n"
-        else:
-            import yaml
-
-            text = ("---\n" if count else "") + yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
-        try:
-            out.write(text)
-            out.flush()
-        except BrokenPipeError as e:
-            _discard_stdout(out)
-            raise OutputClosed() from e
-        count += 1
-
-    return sink
-
-
-def _discard_stdout(out: TextIO) -> None:
-    """Point the process's stdout at /dev/null when ``out`` is stdout, so the interpreter's last
-    flush at exit finds nothing to complain about."""
-    import os
-    import sys
-
-    if out is sys.stdout:
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
 
 
 def _zone_load(settings: AgentSettings) -> ZoneAttributes | None:
@@ -326,7 +282,14 @@ class AgentApp:
     # --- --once ------------------------------------------------------------------------
 
     def run_once(self) -> None:
-        """One cycle (after the pod watch synced, when there is one); :class:`CycleFailed` if it fails."""
+        """One cycle (after the pod watch synced, when there is one).
+
+        The node is read once before the cycle, so that bad input (sysfs, the kubelet config, the
+        kubelet's data) ends the command as its :class:`~rte.errors.InputError`, exit status 2
+        with nothing published, as in ``rte dump``, not as a failed cycle that speaks of retrying.
+        A kubelet that does not answer within ``kubelet_timeout``, or a failed cycle, is
+        :class:`CycleFailed`.
+        """
         s = self.settings
         if self.cluster is not None and self.cluster.pod_watch is not None:
             self.cluster.pod_watch.start()
@@ -334,6 +297,14 @@ class AgentApp:
                 log.warning("pod watch not synced in time: the fingerprint follows the kubelet's List")
         # A kubelet that is just starting gets kubelet_timeout to answer, as a daemon would wait.
         deadline = time.monotonic() + s.kubelet_timeout
+        while True:
+            try:
+                self.agent.scanner.read(fresh_list=True)
+                break
+            except UnavailableError as e:
+                if time.monotonic() >= deadline:
+                    raise CycleFailed(f"kubelet: {e}") from e
+                time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         while not self.agent.run_once():
             error = self.agent.last_error or "cycle failed"
             if not error.startswith("kubelet:") or time.monotonic() >= deadline:

@@ -7,7 +7,14 @@
 * Boolean Topology Manager policy options become ``topologyManagerOption<CamelCase>`` with
   ``true``/``false``; ``max-allowable-numa-nodes`` is ``topologyManagerMaxNUMANodes`` instead.
 * The deprecated ``topologyPolicies`` is kept consistent with policy and scope for old consumers.
-* Device resources without NUMA locality are listed in one node-level attribute.
+* Device resources without NUMA locality are listed in one node-level attribute, devices whose
+  NUMA node is unknown (the device manager aligns their resource but matches them to no node) in
+  another.
+* What a consumer needs to decide admission exactly as the kubelet does, named like the Topology
+  Manager attributes: boolean CPU manager options (``cpuManagerOption<CamelCase>``), threads per
+  core, the free physical CPUs the ``full-pcpus-only`` check counts (only with that option on),
+  the memory manager's multi-NUMA groups, and the pod-level resources feature gates with the
+  kubelet's defaults applied.
 * The pod fingerprint, its method and the legacy annotation are published whenever pods were
   counted, also for an empty set.
 
@@ -16,10 +23,16 @@ The attribute names are in :mod:`rte.model.attributes`, shared with the consumer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rte.agent.accounting import Accounting
-from rte.host.kubelet_config import MAX_ALLOWABLE_NUMA_NODES, KubeletConfig, go_bool
+from rte.host.kubelet_config import (
+    ADMISSION_FEATURE_GATES,
+    FULL_PCPUS_ONLY,
+    MAX_ALLOWABLE_NUMA_NODES,
+    KubeletConfig,
+    go_bool,
+)
 from rte.model import attributes as names
 from rte.model import fingerprint as fp
 from rte.model.cpuset import format_cpuset
@@ -59,9 +72,43 @@ def config_attributes(config: KubeletConfig) -> list[tuple[str, str]]:
         # with another kind of value has no attribute form, so it is left out.
         if flag is not None:
             attrs[names.TOPOLOGY_MANAGER_OPTION_PREFIX + _camel_case(option)] = "true" if flag else "false"
+    for option, value in config.cpu_manager_policy_options.items():
+        flag = go_bool(value)
+        if flag is not None:  # every CPU manager option so far is boolean; others have no form
+            attrs[names.CPU_MANAGER_OPTION_PREFIX + _camel_case(option)] = "true" if flag else "false"
+    for gate in ADMISSION_FEATURE_GATES:
+        attrs[names.KUBELET_FEATURE_GATE_PREFIX + gate] = "true" if config.feature_gate(gate) else "false"
     if config.reserved_system_cpus:
         attrs[names.RESERVED_SYSTEM_CPUS] = format_cpuset(config.reserved_system_cpus)
     return sorted(attrs.items())
+
+
+def full_pcpus_only(config: KubeletConfig | None) -> bool:
+    """Whether the CPU manager enforces whole physical cores (``full-pcpus-only``)."""
+    if config is None or config.cpu_manager_policy != "static":
+        return False
+    return go_bool(config.cpu_manager_policy_options.get(FULL_PCPUS_ONLY, "false")) is True
+
+
+def accounting_attributes(accounting: Accounting, config: KubeletConfig | None) -> dict[str, str]:
+    """The node-level attributes the accounting gives: devices outside zones, CPU and memory facts."""
+    attrs: dict[str, str] = {}
+    if accounting.non_numa_devices:
+        attrs[names.NON_NUMA_DEVICES] = _counts(accounting.non_numa_devices)
+    if accounting.unknown_numa_devices:
+        attrs[names.UNKNOWN_NUMA_DEVICES] = _counts(accounting.unknown_numa_devices)
+    if accounting.threads_per_core is not None:
+        attrs[names.CPU_MANAGER_THREADS_PER_CORE] = str(accounting.threads_per_core)
+    if accounting.available_physical_cpus is not None and full_pcpus_only(config):
+        attrs[names.CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS] = str(accounting.available_physical_cpus)
+    if accounting.memory_numa_groups:
+        groups = ";".join(format_cpuset(g) for g in accounting.memory_numa_groups)
+        attrs[names.MEMORY_MANAGER_NUMA_GROUPS] = groups
+    return attrs
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(counts.items()))
 
 
 def _camel_case(option: str) -> str:
@@ -88,8 +135,7 @@ def build_topology(
     if config is not None:
         attrs.update(config_attributes(config))
         policies = (legacy_topology_policy(config),)
-    if accounting.non_numa_devices:
-        attrs[names.NON_NUMA_DEVICES] = ",".join(f"{k}={v}" for k, v in accounting.non_numa_devices.items())
+    attrs.update(accounting_attributes(accounting, config))
     if fingerprint_pods is not None:
         sign = fp.compute(fingerprint_pods)
         attrs[fp.ATTRIBUTE] = sign

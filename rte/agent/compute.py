@@ -5,6 +5,15 @@
 accounting (:func:`rte.agent.accounting.account`), the fingerprinted pod set
 (:func:`rte.agent.podset.fingerprint_pods`), the zone attributes, then the object
 (:func:`rte.agent.builder.build_topology`).
+
+**Inconsistent kubelet data.** When the kubelet's data contradicts itself (a pod listed twice,
+a CPU or device assigned twice, a memory block on a NUMA node the machine lacks, empty names:
+:data:`rte.agent.ledger.INCONSISTENT_KINDS`), accounting already charges the worst case it can
+name. On top of that, no zone may then publish more available of a resource than the last
+consistent computation did (``NodeReading.last_consistent``): whatever the contradiction hides,
+the published numbers are never more optimistic than the last state the agent could trust.
+Resources the last consistent state did not have keep their worst-case value. The result says
+so in :attr:`Computed.consistent`, which the daemon's readiness reflects.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from rte.agent.accounting import Accounting, account
 from rte.agent.builder import build_topology
 from rte.agent.podset import fingerprint_pods
 from rte.agent.reading import NodeReading
+from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, Zone
 from rte.podres.types import AllocatableResources
 
@@ -30,6 +40,15 @@ class Computed:
     topology: NodeTopology
     accounting: Accounting
     fingerprinted: tuple[tuple[str, str], ...] | None
+
+    @property
+    def consistent(self) -> bool:
+        """False when the kubelet's data contradicted itself: the numbers are capped (module docstring)."""
+        return self.accounting.consistent
+
+    def available(self) -> dict[tuple[str, str], Amount]:
+        """Available per (zone name, resource): what the next reading's ``last_consistent`` holds."""
+        return {(z.name, r.name): r.available for z in self.topology.zones for r in z.resources}
 
 
 def compute_topology(reading: NodeReading) -> Computed:
@@ -53,6 +72,8 @@ def compute_topology(reading: NodeReading) -> Computed:
                 exclude=rules.exclude,
             )
         )
+    if not accounting.consistent and reading.last_consistent:
+        accounting = replace(accounting, zones=_capped(accounting.zones, reading.last_consistent))
     if reading.zone_attributes:
         accounting = replace(
             accounting, zones=_with_zone_attributes(accounting.zones, reading.zone_attributes)
@@ -65,6 +86,17 @@ def compute_topology(reading: NodeReading) -> Computed:
         fingerprint_method=reading.rules.method,
     )
     return Computed(topology, accounting, counted)
+
+
+def _capped(zones: tuple[Zone, ...], ceiling: Mapping[tuple[str, str], Amount]) -> tuple[Zone, ...]:
+    out = []
+    for zone in zones:
+        resources = tuple(
+            replace(r, available=min(r.available, ceiling.get((zone.name, r.name), r.available)))
+            for r in zone.resources
+        )
+        out.append(replace(zone, resources=resources))
+    return tuple(out)
 
 
 def _with_zone_attributes(

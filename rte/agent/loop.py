@@ -10,7 +10,8 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``notify``, ``kubelet-state``, ``device-plugins``: file triggers (:mod:`rte.agent.watch`);
   ``device-plugins`` also makes the next cycle re-read GetAllocatableResources;
 * ``allocatable``: the periodic re-read of GetAllocatableResources (``allocatable_refresh``,
-  seconds: the kubelet drops unhealthy devices from it, and no file tells of that);
+  seconds: the kubelet drops unhealthy devices from it, and no file tells of that) found a
+  different answer; an unchanged one costs the call and nothing else;
 * ``kubelet-recovered``: the kubelet answers again after failing (it may have restarted with new
   allocatable resources, so that is re-read too, and the stored NRT is re-read as on a resync);
 * ``admission-error``: the kubelet refused a pod of this node at admission over alignment
@@ -215,10 +216,8 @@ class Agent:
             self.scanner.mark_allocatable_stale(machine=True)
             self._add("periodic", now)
         if now >= self._next_allocatable:
-            # Allocatable only: a local gRPC call, cheap at this rate; sysfs waits for the resync.
             self._next_allocatable = now + self.settings.allocatable_refresh
-            self.scanner.mark_allocatable_stale()
-            self._add("allocatable", now)
+            self._refresh_allocatable(now)
         if now >= self._next_poll:
             self._poll()
         due = self._coalescer.due_at()
@@ -258,6 +257,17 @@ class Agent:
         if changed:
             self.metrics.changes.inc()
             self._add("kubelet", now)
+
+    def _refresh_allocatable(self, now: float) -> None:
+        """Re-read allocatable (a local gRPC call; sysfs waits for the resync): a cycle only if it changed."""
+        try:
+            changed = self.scanner.refresh_allocatable()
+        except RteError as e:  # the List poll reports an unreachable kubelet; the next scan asks again
+            log.debug("allocatable refresh failed: %s", e)
+            self.scanner.mark_allocatable_stale()
+            return
+        if changed:
+            self._add("allocatable", now)
 
     def _kubelet_failed(self, error: RteError) -> None:
         detail = str(error)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 from rte.agent.podset import PodGlob
 from rte.host.kubelet_config import KubeletConfig
-from rte.host.kubelet_state import MemoryManagerState
+from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.types import AllocatableResources, PodResources
 
@@ -29,11 +30,14 @@ from rte.podres.types import AllocatableResources, PodResources
 class Checkpoints:
     """The kubelet's resource manager checkpoint files, each None when absent or unreadable.
 
-    Optional truth: accounting works from podresources alone and uses a checkpoint only to
-    settle what podresources cannot say (how a multi-NUMA memory block was split).
+    Optional truth: accounting works from podresources alone and uses a checkpoint to add what
+    podresources cannot say: the CPUs and memory finished init containers still hold, and how a
+    multi-NUMA memory block was split. Where the two disagree, accounting never takes the more
+    optimistic one (:mod:`rte.agent.cpu_accounting`, :mod:`rte.agent.memory_accounting`).
     """
 
     memory: MemoryManagerState | None = None
+    cpu: CpuManagerState | None = None
 
 
 NO_CHECKPOINTS = Checkpoints()
@@ -73,7 +77,9 @@ class NodeReading:
     no kubelet answered (``rte dump`` away from a node): hardware capacity, no fingerprint.
     ``specs`` are the pods bound to this node as the API has them (the daemon's pod watch); they
     switch the fingerprint to the spec rule. ``zone_attributes`` (NUMA id -> attributes, e.g. the
-    zone load) are added to the zones.
+    zone load) are added to the zones. ``last_consistent`` is what the last consistent computation
+    left available per (zone name, resource); a computation whose kubelet data contradicts itself
+    publishes no more than that (:func:`rte.agent.compute.compute_topology`).
     """
 
     node_name: str
@@ -83,3 +89,4 @@ class NodeReading:
     rules: PublishingRules
     specs: Mapping[tuple[str, str], Pod] | None = None
     zone_attributes: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    last_consistent: Mapping[tuple[str, str], Amount] = field(default_factory=dict)

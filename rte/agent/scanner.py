@@ -7,9 +7,10 @@ that lives across cycles.
   :attr:`Scan.machine_problem`, and each later scan tries again until a read succeeds;
 * the kubelet config is re-read when its file (or a drop-in) changes, checked by metadata on
   every scan, so a kubelet reconfiguration reaches the NRT without restarting the agent;
-* ``GetAllocatableResources`` is cached and re-read only when marked stale (periodically, on
-  device plugin changes, after the kubelet came back); a kubelet without it is remembered, so it
-  costs one warning, not one per cycle;
+* ``GetAllocatableResources`` is cached; the loop re-reads it every few seconds
+  (:meth:`Scanner.refresh_allocatable`, a cycle only when the answer changed) and marks it stale
+  for the next scan on device plugin changes, the resync and after the kubelet came back; a
+  kubelet without it is remembered, so it costs one warning, not one per cycle;
 * the last List is kept with its digest, so a poll can tell "changed" from "same again"; it is
   reused by a scan only while no kubelet call failed after it, and :attr:`Scan.kubelet_heard`
   says whether the scan itself talked to the kubelet, so a cycle never takes an old List for a
@@ -37,11 +38,17 @@ from rte.agent.compute import compute_topology
 from rte.agent.kubelet import KubeletReader, Listing
 from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
-from rte.host.kubelet_config import KubeletConfig
+from rte.host.kubelet_config import KubeletConfig, check_against_machine
 from rte.host.kubelet_config_files import load_kubelet_config
-from rte.host.kubelet_state import MEMORY_MANAGER_STATE, load_memory_manager_state
+from rte.host.kubelet_state import (
+    CPU_MANAGER_STATE,
+    MEMORY_MANAGER_STATE,
+    load_cpu_manager_state,
+    load_memory_manager_state,
+)
 from rte.host.machine import Machine
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 from rte.podres.types import AllocatableResources
 
@@ -70,8 +77,8 @@ class Scan:
     ``kubelet_heard``: the scan made a kubelet call that answered (False when it reused the poll's
     List). ``machine_problem``: why the last sysfs read failed, while the last good machine model
     stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
-    cycle was inconsistent (None when consistent); the hook the accounting's consistency flag
-    feeds, which the loop turns into a readiness reason.
+    cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute`): the object is
+    then capped at the last consistent state, and the loop turns this into a readiness reason.
     """
 
     topology: NodeTopology
@@ -127,10 +134,12 @@ class CheckpointFiles:
 
     def __init__(self, kubelet_root: Path | None) -> None:
         memory = kubelet_root / MEMORY_MANAGER_STATE if kubelet_root else None
+        cpu = kubelet_root / CPU_MANAGER_STATE if kubelet_root else None
         self._memory = _WatchedFile(memory, load_memory_manager_state, "memory manager checkpoint")
+        self._cpu = _WatchedFile(cpu, load_cpu_manager_state, "CPU manager checkpoint")
 
     def read(self) -> Checkpoints:
-        return Checkpoints(memory=self._memory.get())
+        return Checkpoints(memory=self._memory.get(), cpu=self._cpu.get())
 
 
 class KubeletConfigCache:
@@ -198,6 +207,7 @@ class Scanner:
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
+        self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
         self._listing_current = False  # no kubelet call failed since self.listing was made
         self._heard = False  # a kubelet call answered during the current scan
@@ -225,6 +235,18 @@ class Scanner:
         self.listing = listing
         self._listing_current = True
         return changed
+
+    def refresh_allocatable(self) -> bool:
+        """Re-read ``GetAllocatableResources`` now; True when the answer differs from the one in use.
+
+        The periodic refresh calls this, so that an unchanged answer (the common case) costs one
+        local gRPC call and no cycle, while a device that turned unhealthy (the kubelet drops it
+        from the answer) reaches the NRT at the next tick.
+        """
+        before, supported = self._allocatable, self._allocatable_supported
+        self._allocatable_stale = True
+        self._refresh_allocatable()
+        return self._allocatable != before or self._allocatable_supported != supported
 
     def mark_allocatable_stale(self, *, machine: bool = False) -> None:
         """Re-read allocatable (and sysfs when ``machine``) on the next scan."""
@@ -273,26 +295,42 @@ class Scanner:
         """Read the node; ``fresh_list`` False reuses the last List (a poll just made it), unless
         a kubelet call failed since."""
         self._refresh_machine()
+        config = self._config.get()
+        if config is not None:
+            check_against_machine(config, self._machine.cpus)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
             node_name=self._node_name,
             machine=self._machine,
-            config=self._config.get(),
+            config=config,
             kubelet=kubelet,
             rules=self._rules,
             specs=specs,
             zone_attributes=self._zone_attributes(self._machine) if self._zone_attributes else {},
+            last_consistent=self._last_consistent,
         )
 
     def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
-        """Read the node and compute its object (see :meth:`read`)."""
+        """Read the node and compute its object (see :meth:`read`).
+
+        A consistent result becomes the ceiling of later inconsistent ones (``last_consistent``).
+        """
         start = time.perf_counter()
         self._heard = False
         computed = compute_topology(self.read(fresh_list=fresh_list, specs=specs))
+        if computed.consistent:
+            self._last_consistent = computed.available()
         return Scan(
             computed.topology,
             computed.accounting,
             time.perf_counter() - start,
             kubelet_heard=self._heard,
             machine_problem=self.machine_problem,
+            inconsistent=None if computed.consistent else _inconsistency(computed.accounting),
         )
+
+
+def _inconsistency(accounting: Accounting) -> str:
+    """The readiness reason for a cycle whose kubelet data contradicted itself."""
+    kinds = sorted({f.kind for f in accounting.findings if f.inconsistent})
+    return f"{', '.join(kinds)}; published availability capped at the last consistent cycle"

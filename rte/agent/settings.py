@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rte.agent.kubelet import endpoint_problem
 from rte.durations import format_duration
 from rte.errors import SettingError
 from rte.model.names import object_name_problem
@@ -175,6 +176,10 @@ def _validate(s: AgentSettings) -> None:
         raise SettingError("node_name", problem)
     if not s.podresources:
         raise SettingError("podresources", "must not be empty")
+    # A socket that is not there yet is waited for; a regular file or another scheme never works.
+    problem = endpoint_problem(s.podresources, must_exist=False)
+    if problem:
+        raise SettingError("podresources", f"{s.podresources}: {problem}")
     if s.debounce > s.max_delay:
         raise SettingError(
             "debounce", f"{format_duration(s.debounce)} exceeds max_delay {format_duration(s.max_delay)}"

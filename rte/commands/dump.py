@@ -4,8 +4,12 @@ The node is read once through the daemon's own reader (:class:`rte.agent.scanner
 the kubelet config file, podresources over the socket or a scenario directory in the fixture
 layout, the checkpoint files under ``--kubelet-dir``) and the object is computed by the same
 :func:`rte.agent.compute.compute_topology`, so it is what ``rte run --once --no-publish`` prints
-for the same inputs. Without a kubelet answering it shows hardware capacity and says so on
-stderr; the reader's warnings are shown there too. Nothing is written anywhere.
+for the same inputs. Nothing is written anywhere; the reader's warnings are shown on stderr.
+
+Which kubelet: an explicit ``--podresources`` must answer (a regular file, another scheme or a
+missing path is bad input, exit 2; a kubelet that does not answer is exit 1). Without it, the
+kubelet's default socket is asked if it is there, and hardware capacity is shown, with one line
+on stderr saying so, when nothing answers; ``--no-kubelet`` shows hardware capacity without asking.
 """
 
 from __future__ import annotations
@@ -20,7 +24,14 @@ from pathlib import Path
 from typing import TextIO
 
 from rte.agent.compute import compute_topology
-from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, KubeletReader, may_answer, open_reader
+from rte.agent.kubelet import (
+    ONE_SHOT_BURST,
+    ONE_SHOT_QPS,
+    KubeletReader,
+    endpoint_problem,
+    may_answer,
+    open_reader,
+)
 from rte.agent.reading import NodeReading, PublishingRules
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner
 from rte.commands.render import render_table
@@ -60,9 +71,14 @@ def read_node(
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
     timeout: float = KUBELET_TIMEOUT,
+    ask_kubelet: bool = True,
+    default_endpoint: str = DEFAULT_ENDPOINT,
     err: TextIO,
 ) -> NodeReading:
-    """One reading through the daemon's scanner; ``reading.kubelet`` is None when none answered."""
+    """One reading through the daemon's scanner; ``reading.kubelet`` is None when none answered.
+
+    ``podresources`` None: ``default_endpoint``, best effort (module docstring).
+    """
     name = node_name or socket.gethostname().lower()  # as rte run names its object
     problem = object_name_problem(name)
     if problem:
@@ -84,7 +100,20 @@ def read_node(
             checkpoints=checkpoints,
         )
 
-    endpoint = podresources or DEFAULT_ENDPOINT
+    if podresources is not None:
+        problem = endpoint_problem(podresources)
+        if problem:
+            raise ConfigError("--podresources", f"{podresources}: {problem}")
+        with _warnings_to(err):
+            reader = open_reader(podresources, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
+            try:
+                reader.wait_ready(timeout)
+                return scanner(reader).read(fresh_list=True)
+            finally:
+                reader.close()
+    if not ask_kubelet:
+        return scanner(None).read(fresh_list=True)
+    endpoint = default_endpoint
     with _warnings_to(err):
         if may_answer(endpoint):
             reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
@@ -112,8 +141,11 @@ def dump(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+    ask_kubelet: bool = True,
 ) -> NodeTopology:
     out, err = sys.stdout, sys.stderr
+    if podresources is not None and not ask_kubelet:
+        raise ConfigError("--no-kubelet", "contradicts --podresources")
     reading = read_node(
         sysfs_root=sysfs_root,
         node_name=node_name,
@@ -121,6 +153,7 @@ def dump(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=method,
+        ask_kubelet=ask_kubelet,
         err=err,
     )
     computed = compute_topology(reading)

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from rte.errors import InputError, UnavailableError
+from rte.errors import ConfigError, InputError
 from rte.model import fingerprint as fp
 from rte.model.vocabulary import FingerprintMethod
 
@@ -76,11 +76,12 @@ def kubelet_pods(endpoint: str, *, method: FingerprintMethod, timeout: float = 5
     Without pod specs, ``with-exclusive-resources`` counts the pods the kubelet assigned
     exclusive resources to (see :mod:`rte.agent.podset`).
     """
-    from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, may_answer, open_reader
+    from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, endpoint_problem, open_reader
     from rte.agent.podset import fingerprint_pods
 
-    if not may_answer(endpoint):
-        raise UnavailableError(f"no kubelet podresources at {endpoint}")
+    problem = endpoint_problem(endpoint)
+    if problem:
+        raise ConfigError("--podresources", f"{endpoint}: {problem}")
     reader = open_reader(endpoint, timeout=timeout, qps=ONE_SHOT_QPS, burst=ONE_SHOT_BURST)
     try:
         reader.wait_ready(timeout)

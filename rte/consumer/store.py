@@ -220,7 +220,7 @@ def topologies_from_file(path: Path) -> list[NodeTopology]:
         if not isinstance(obj, Mapping):
             raise InputError(where, f"expected an NRT object, got {type(obj).__name__}")
         try:
-            out.append(from_nrt(obj))
+            out.append(from_nrt(obj, strict=True))  # a user's file: a negative amount is a mistake
         except InputError as e:
             raise InputError(f"{where}: {e.source}", e.detail) from e
     return out

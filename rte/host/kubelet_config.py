@@ -29,14 +29,14 @@ millicores (``"500m"`` -> 500, ``"2"`` -> 2000), so fractional CPUs stay exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from rte.errors import InputError
 from rte.model import attributes
-from rte.model.cpuset import parse_cpuset
+from rte.model.cpuset import format_cpuset, parse_cpuset
 from rte.model.quantity import ceil_value, milli_value, parse_quantity
 from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES
 
@@ -48,6 +48,17 @@ MEMORY_MANAGER_POLICIES = ("None", "Static")
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+FULL_PCPUS_ONLY = "full-pcpus-only"
+
+ADMISSION_FEATURE_GATES: Mapping[str, bool] = {
+    # KEP-2837: pod-level resources; beta and on by default since 1.34 (off in 1.32-1.33).
+    "PodLevelResources": True,
+    # KEP-5526: the CPU and memory managers honour pod-level resources; alpha in 1.36, beta but
+    # still off by default in 1.37.
+    "PodLevelResourceManagers": False,
+}
+"""The kubelet feature gates that change admission, with the kubelet's default (kubernetes/kubernetes
+``pkg/features/kube_features.go``)."""
 
 # The kubelet's hard eviction defaults (Linux). imagefs.inodesFree joined the set in kubelet 1.30
 # (kubernetes/kubernetes#121834); only memory.available matters to memory allocatable.
@@ -99,6 +110,10 @@ class KubeletConfig:
     source: str = field(default="<defaults>", compare=False)
     """Where the settings came from, for messages."""
 
+    def feature_gate(self, gate: str) -> bool:
+        """Whether ``gate`` is on: the config's setting, else the kubelet's default (known gates only)."""
+        return self.feature_gates.get(gate, ADMISSION_FEATURE_GATES.get(gate, False))
+
     def hard_eviction_memory(self, capacity: int) -> int:
         """Bytes the ``memory.available`` hard threshold holds back on a node of ``capacity`` bytes.
 
@@ -112,6 +127,23 @@ class KubeletConfig:
         if isinstance(threshold, _Percent):
             return math.floor(capacity * threshold.fraction)
         return threshold
+
+
+def check_against_machine(config: KubeletConfig, cpus: Iterable[int]) -> None:
+    """Refuse a config the kubelet could not be running with on this machine.
+
+    ``reservedSystemCPUs`` naming CPUs the machine lacks makes the CPU manager fail to start
+    (kubernetes/kubernetes ``pkg/kubelet/cm/cpumanager/policy_static.go``, ``NewStaticPolicy``),
+    so the file is not the one in force.
+    """
+    present = frozenset(cpus)
+    missing = config.reserved_system_cpus - present
+    if missing:
+        raise InputError(
+            f"{config.source}: reservedSystemCPUs",
+            f"names CPUs {format_cpuset(missing)}, which this machine does not have"
+            f" (its CPUs: {format_cpuset(present) or 'none'})",
+        )
 
 
 def go_bool(value: str) -> bool | None:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from rte.errors import InputError
-from rte.host.machine import CpuInfo, Machine, NumaNode
+from rte.host.machine import CpuInfo, Machine, NumaNode, PciDevice
 from rte.host.pci import read_pci_devices
 from rte.host.sysfsio import list_dir, parse_int, parse_optional_id, read_parsed
 from rte.model.cpuset import format_cpuset, parse_cpuset
@@ -117,16 +117,24 @@ def read_machine(sysfs_root: Path | str, *, pci: bool = True, use_udev: bool | N
     else:
         online = node_sets["online"]
         node_ids = sorted(online) if online is not None else numbered(node_entries, "node")
+        missing = sorted(set(node_ids) - set(numbered(node_entries, "node")))
+        if missing:
+            # The kernel creates nodeN for every online node: this tree cannot be true.
+            raise InputError(
+                f"{node_dir}/online", f"lists node {missing[0]}, which has no node{missing[0]} directory"
+            )
         nodes = tuple(_read_node(node_dir, node_id, node_ids) for node_id in node_ids)
 
     cpu_to_node = _cpu_to_node(node_dir, nodes)
     all_cpu_ids = sorted(set(cpu_dir_ids).union(cpu_to_node))
     cpus = {cpu_id: _read_cpu(cpu_dir, cpu_id, cpu_to_node.get(cpu_id)) for cpu_id in all_cpu_ids}
+    pci_devices = read_pci_devices(root, use_udev=use_udev) if pci else ()
+    _check_pci_nodes(root, pci_devices, [node.id for node in nodes])
 
     return Machine(
         nodes=nodes,
         cpus=cpus,
-        pci_devices=read_pci_devices(root, use_udev=use_udev) if pci else (),
+        pci_devices=pci_devices,
         online_nodes=node_sets["online"],
         possible_nodes=node_sets["possible"],
         has_cpu=node_sets["has_cpu"],
@@ -136,6 +144,15 @@ def read_machine(sysfs_root: Path | str, *, pci: bool = True, use_udev: bool | N
         present_cpus=cpu_sets["present"],
         possible_cpus=cpu_sets["possible"],
     )
+
+
+def _check_pci_nodes(root: str, devices: tuple[PciDevice, ...], node_ids: list[int]) -> None:
+    for dev in devices:
+        if dev.numa_node is not None and dev.numa_node not in node_ids:
+            raise InputError(
+                f"{root}/bus/pci/devices/{dev.address}/numa_node",
+                f"NUMA node {dev.numa_node} is not online (online: {format_cpuset(node_ids) or 'none'})",
+            )
 
 
 def _read_id_sets(
@@ -154,6 +171,8 @@ def _read_node(node_dir: str, node_id: int, node_ids: list[int]) -> NumaNode:
         # Older layouts without cpulist still link each CPU as nodeN/cpuM.
         cpus = frozenset(numbered(list_dir(path), "cpu"))
     meminfo = read_parsed(f"{path}/meminfo", parse_node_meminfo)
+    if meminfo is not None and "MemTotal" not in meminfo:
+        raise InputError(f"{path}/meminfo", "no MemTotal line: every node's meminfo has one")
     hugepages, free_hugepages = _read_hugepages(f"{path}/hugepages")
     distance_path = f"{path}/distance"
     row = read_parsed(distance_path, parse_distance_row)
@@ -189,12 +208,13 @@ def _read_hugepages(hugepages_dir: str) -> tuple[dict[int, int], dict[int, int]]
         except ValueError as e:
             raise InputError(f"{hugepages_dir}/{name}", str(e)) from e
     for size, name in sorted(sizes):
-        nr = read_parsed(f"{hugepages_dir}/{name}/nr_hugepages", parse_int)
-        if nr is not None:
-            total[size] = nr
-        nr_free = read_parsed(f"{hugepages_dir}/{name}/free_hugepages", parse_int)
-        if nr_free is not None:
-            free[size] = nr_free
+        for counts, attribute in ((total, "nr_hugepages"), (free, "free_hugepages")):
+            path = f"{hugepages_dir}/{name}/{attribute}"
+            count = read_parsed(path, parse_int)
+            if count is not None and count < 0:
+                raise InputError(path, f"negative page count {count}")
+            if count is not None:
+                counts[size] = count
     return total, free
 
 

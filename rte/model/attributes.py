@@ -12,11 +12,16 @@ from rte.model.fingerprint import ATTRIBUTE as FINGERPRINT
 from rte.model.fingerprint import ATTRIBUTE_METHOD as FINGERPRINT_METHOD
 
 __all__ = [
+    "CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS",
+    "CPU_MANAGER_OPTION_PREFIX",
     "CPU_MANAGER_POLICY",
+    "CPU_MANAGER_THREADS_PER_CORE",
     "FINGERPRINT",
     "FINGERPRINT_ANNOTATION",
     "FINGERPRINT_METHOD",
     "HEARTBEAT_LEASE_NAMESPACE",
+    "KUBELET_FEATURE_GATE_PREFIX",
+    "MEMORY_MANAGER_NUMA_GROUPS",
     "MEMORY_MANAGER_POLICY",
     "NON_NUMA_DEVICES",
     "RESERVED_SYSTEM_CPUS",
@@ -26,6 +31,7 @@ __all__ = [
     "TOPOLOGY_MANAGER_SCOPE",
     "TOPOLOGY_POLICIES",
     "TOPOLOGY_SCOPES",
+    "UNKNOWN_NUMA_DEVICES",
     "ZONE_CPU_UTILIZATION",
     "ZONE_MEMORY_PRESSURE",
 ]
@@ -44,6 +50,31 @@ TOPOLOGY_SCOPES = ("container", "pod")
 
 NON_NUMA_DEVICES = "nodeNonTopologyResources"
 """Node-level attribute: device resources whose devices report no NUMA locality (``name=count,...``)."""
+
+# rte's additions for kubelet-exact admission, named like the Topology Manager attributes.
+CPU_MANAGER_OPTION_PREFIX = "cpuManagerOption"
+"""Node-level attribute prefix: each boolean CPU manager policy option of the kubelet config,
+camel-cased like ``topologyManagerOption*`` (``full-pcpus-only`` ->
+``cpuManagerOptionFullPcpusOnly``), valued ``true``/``false``; non-boolean options are left out."""
+CPU_MANAGER_THREADS_PER_CORE = "cpuManagerThreadsPerCore"
+"""Node-level attribute: logical CPUs per physical core (the CPU manager's ``CPUsPerCore()``),
+an integer, from sysfs."""
+CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS = "cpuManagerAvailablePhysicalCPUs"
+"""Node-level attribute, only with ``full-pcpus-only`` on: the number the kubelet's SMT check
+compares a request with (``GetAvailablePhysicalCPUs``: free CPUs minus the core siblings of the
+reserved CPUs)."""
+MEMORY_MANAGER_NUMA_GROUPS = "memoryManagerNUMAGroups"
+"""Node-level attribute: the groups of NUMA ids the Static memory manager has bound together for
+multi-NUMA allocations, ``;``-separated, each in cpuset list syntax (``0-1;2-3``); only groups of
+two nodes or more; absent when there are none."""
+UNKNOWN_NUMA_DEVICES = "nodeUnknownNUMAResources"
+"""Node-level attribute: devices the kubelet reports with a topology whose NUMA node is unknown
+(-1), ``name=count,...``. The device manager counts them toward no NUMA mask, so a request that
+needs them gets no hint. Distinct from :data:`NON_NUMA_DEVICES` (no topology: no constraint)."""
+KUBELET_FEATURE_GATE_PREFIX = "kubeletFeatureGate"
+"""Node-level attribute prefix: ``kubeletFeatureGate<GateName>`` = ``true``/``false`` for the
+kubelet feature gates that change admission (pod-level resources, KEP-2837 and KEP-5526), with
+the kubelet's default when its config does not set them."""
 
 ZONE_CPU_UTILIZATION = "cpuUtilizationPercent"
 """Zone attribute: integer percent of the zone's CPU time busy, published only when it leaves a band."""

@@ -8,10 +8,15 @@ always yields the same bytes.
 Reading is strict about structure and names the offending field in a :class:`InputError`
 (``zones[1].resources[0].available: not a quantity: '12xyz'``), because a consumer must never act
 on a half-understood object.
+
+Negative quantities pass the CRD's schema, but no producer may write one and consumers treat one
+as 0. So does :func:`from_nrt` for objects from a cluster (one warning naming the fields), while
+``strict`` reading, for files a user hands us, refuses them like any other malformed value.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +38,8 @@ PLURAL = "noderesourcetopologies"
 VERSION = "v1alpha2"
 READABLE_VERSIONS = ("v1alpha2", "v1alpha1")
 API_VERSION = f"{GROUP}/{VERSION}"
+
+log = logging.getLogger(__name__)
 
 
 def _attributes_out(attributes: Sequence[Attribute]) -> list[dict[str, str]]:
@@ -125,15 +132,28 @@ def _attributes_in(value: Any, where: str) -> tuple[Attribute, ...]:
     return tuple(out)
 
 
-def _quantity_in(item: Mapping[str, Any], key: str, where: str) -> Any:
-    raw = _require(item, key, where)
-    try:
-        return parse_quantity(raw)
-    except ValueError as e:
-        raise InputError(f"{where}.{key}", str(e)) from e
+class _Negatives:
+    """What to do with a negative quantity: refuse it (strict) or read it as 0 and remember where."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.seen: list[str] = []
+
+    def quantity(self, item: Mapping[str, Any], key: str, where: str) -> Any:
+        raw = _require(item, key, where)
+        try:
+            value = parse_quantity(raw)
+        except ValueError as e:
+            raise InputError(f"{where}.{key}", str(e)) from e
+        if value < 0:
+            if self.strict:
+                raise InputError(f"{where}.{key}", f"negative quantity {raw!r}: an NRT never holds one")
+            self.seen.append(f"{where}.{key}={raw}")
+            return 0
+        return value
 
 
-def _zone_in(value: Any, where: str) -> Zone:
+def _zone_in(value: Any, where: str, negatives: _Negatives) -> Zone:
     obj = _mapping(value, where)
     costs = []
     for i, item in enumerate(_list(obj.get("costs"), f"{where}.costs")):
@@ -150,9 +170,9 @@ def _zone_in(value: Any, where: str) -> Zone:
         resources.append(
             ResourceInfo(
                 name=_string(_require(item, "name", at), f"{at}.name"),
-                capacity=_quantity_in(item, "capacity", at),
-                allocatable=_quantity_in(item, "allocatable", at),
-                available=_quantity_in(item, "available", at),
+                capacity=negatives.quantity(item, "capacity", at),
+                allocatable=negatives.quantity(item, "allocatable", at),
+                available=negatives.quantity(item, "available", at),
             )
         )
     parent = obj.get("parent")
@@ -173,11 +193,12 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     return {str(k): _string(v, f"{where}.{k}") for k, v in obj.items()}
 
 
-def from_nrt(obj: Mapping[str, Any]) -> NodeTopology:
+def from_nrt(obj: Mapping[str, Any], *, strict: bool = False) -> NodeTopology:
     """Read a v1alpha2 or v1alpha1 NRT object (as decoded JSON/YAML) into the zone model.
 
     The published order of every list is preserved: the reference consumer's decisions depend
     on zone order, so reading must not hide it. Use :meth:`NodeTopology.canonical` to sort.
+    A negative quantity reads as 0 with a warning, or with ``strict`` is an :class:`InputError`.
     """
     obj = _mapping(obj, "object")
     api_version = obj.get("apiVersion")
@@ -205,10 +226,17 @@ def from_nrt(obj: Mapping[str, Any]) -> NodeTopology:
         _string(p, f"topologyPolicies[{i}]")
         for i, p in enumerate(_list(obj.get("topologyPolicies"), "topologyPolicies"))
     )
+    name = _string(_require(metadata, "name", "metadata"), "metadata.name")
+    negatives = _Negatives(strict)
+    zones = tuple(
+        _zone_in(z, f"zones[{i}]", negatives) for i, z in enumerate(_list(obj.get("zones"), "zones"))
+    )
+    if negatives.seen:
+        log.warning("NRT %s: negative quantities read as 0: %s", name, ", ".join(negatives.seen))
     # v1alpha1 has no top-level attributes; tolerate their absence either way.
     return NodeTopology(
-        name=_string(_require(metadata, "name", "metadata"), "metadata.name"),
-        zones=tuple(_zone_in(z, f"zones[{i}]") for i, z in enumerate(_list(obj.get("zones"), "zones"))),
+        name=name,
+        zones=zones,
         attributes=_attributes_in(obj.get("attributes"), "attributes"),
         topology_policies=policies,
         annotations=_string_map(metadata.get("annotations"), "metadata.annotations"),

@@ -116,13 +116,16 @@ class PodResourcesClient:
         return self._call("List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse)
 
     def get_allocatable(self) -> AllocatableResources:
-        msg = self._call(
+        return convert.allocatable_from_proto(
+            self.allocatable_message(), f"kubelet GetAllocatableResources response from {self.endpoint}"
+        )
+
+    def allocatable_message(self) -> api_pb2.AllocatableResourcesResponse:
+        """The GetAllocatableResources response as the protobuf message (see :meth:`list_message`)."""
+        return self._call(
             "GetAllocatableResources",
             api_pb2.AllocatableResourcesRequest(),
             api_pb2.AllocatableResourcesResponse,
-        )
-        return convert.allocatable_from_proto(
-            msg, f"kubelet GetAllocatableResources response from {self.endpoint}"
         )
 
     def get(self, namespace: str, name: str) -> PodResources | None:

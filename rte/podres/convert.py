@@ -82,6 +82,11 @@ def _numa_pb(topology: api_pb2.TopologyInfo) -> tuple[int, ...]:
     return numa_ids(n.ID for n in nodes)
 
 
+def _unknown(raw_ids: list[int], ids: tuple[int, ...]) -> bool:
+    """A topology that names nodes, none of them known (the kubelet's -1)."""
+    return bool(raw_ids) and not ids
+
+
 # ---------------------------------------------------------------------------------------------
 # JSON
 
@@ -174,9 +179,15 @@ class _Reader:
         return frozenset(self.natural(v, p, "CPU id") for v, p in self.repeated(obj, "cpu_ids", path))
 
     def numa(self, obj: dict[str, object], path: str) -> tuple[int, ...]:
+        return self.topology(obj, path)[0]
+
+    def topology(self, obj: dict[str, object], path: str) -> tuple[tuple[int, ...], bool]:
+        """The known NUMA ids, and whether the topology named only unknown (negative) ones."""
         topology, where = self.child(obj, "topology", path)
         nodes = self.repeated(self.obj(topology, where), "nodes", where)
-        return numa_ids(self.as_int(self.obj(n, p).get("ID", 0), f"{p}.ID") for n, p in nodes)
+        raw = [self.as_int(self.obj(n, p).get("ID", 0), f"{p}.ID") for n, p in nodes]
+        ids = numa_ids(raw)
+        return ids, _unknown(raw, ids)
 
 
 def _show(value: object) -> str:
@@ -187,7 +198,8 @@ def _show(value: object) -> str:
 def _device_json(r: _Reader, value: object, path: str) -> Device:
     obj = r.obj(value, path)
     ids = tuple(r.as_str(v, p) for v, p in r.repeated(obj, "device_ids", path))
-    return Device(r.string(obj, "resource_name", path), ids, r.numa(obj, path))
+    numa, unknown = r.topology(obj, path)
+    return Device(r.string(obj, "resource_name", path), ids, numa, unknown)
 
 
 def _memory_json(r: _Reader, value: object, path: str) -> MemoryBlock:
@@ -283,7 +295,9 @@ def _cpu_ids_pb(ids: Iterable[int], source: str, path: str) -> frozenset[int]:
 
 
 def _device_pb(msg: api_pb2.ContainerDevices) -> Device:
-    return Device(msg.resource_name, tuple(msg.device_ids), _numa_pb(msg.topology))
+    ids = _numa_pb(msg.topology)
+    unknown = not ids and _unknown([n.ID for n in msg.topology.nodes], ids)
+    return Device(msg.resource_name, tuple(msg.device_ids), ids, unknown)
 
 
 def _memory_pb(msg: api_pb2.ContainerMemory) -> MemoryBlock:

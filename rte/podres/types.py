@@ -20,12 +20,16 @@ class Device:
 
     The kubelet emits one entry per (device, NUMA node), each with a single device id, so a device
     local to two nodes appears twice. ``numa_ids`` is empty when the device plugin reported no
-    topology (or only the "no locality" id -1).
+    topology, or only the "unknown" id -1; ``numa_unknown`` tells the second case from the first.
+    The device manager treats them differently: a device without topology puts no constraint on
+    its resource, one whose node is unknown makes its resource NUMA-aligned yet matches no node.
     """
 
     resource_name: str
     device_ids: tuple[str, ...]
     numa_ids: tuple[int, ...] = ()
+    numa_unknown: bool = False
+    """The entry has a topology whose NUMA node is negative (-1, "unknown") and no other."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,7 @@ class FakeKubelet:
             api_pb2.AllocatableResourcesResponse()
         )
         self._faults: dict[str, tuple[grpc.StatusCode, str]] = {}
+        self._unhealthy: set[tuple[str, str]] = set()
         self._raw: dict[str, bytes] = {}
         self._delays: dict[str, float] = {}
         self._stopping = threading.Event()
@@ -186,6 +187,18 @@ class FakeKubelet:
         with self._lock:
             self._allocatable = None if allocatable is None else _copy(allocatable)
 
+    def set_device_health(self, resource: str, device_id: str, healthy: bool) -> None:
+        """Mark a device unhealthy (or healthy again), as its device plugin would report it.
+
+        Like the kubelet, GetAllocatableResources then leaves an unhealthy device out (its
+        allocatable devices are the healthy ones); pods that hold it still list it.
+        """
+        with self._lock:
+            if healthy:
+                self._unhealthy.discard((resource, device_id))
+            else:
+                self._unhealthy.add((resource, device_id))
+
     # -- faults -------------------------------------------------------------------------------
 
     def fail(self, method: str, code: grpc.StatusCode, details: str = "") -> None:
@@ -285,13 +298,28 @@ class FakeKubelet:
                         grpc.StatusCode.UNIMPLEMENTED,
                         f"unknown method {method} for service {SERVICE}",
                     ), b""
-                return None, self._allocatable.SerializeToString()
+                return None, self._healthy(self._allocatable).SerializeToString()
             assert isinstance(request, api_pb2.GetPodResourcesRequest)
             for pod in self._pods:
                 if (pod.namespace, pod.name) == (request.pod_namespace, request.pod_name):
                     return None, api_pb2.GetPodResourcesResponse(pod_resources=pod).SerializeToString()
             not_found = f"pod {request.pod_name} in namespace {request.pod_namespace} not found"
             return (grpc.StatusCode.UNKNOWN, not_found), b""
+
+    def _healthy(
+        self, allocatable: api_pb2.AllocatableResourcesResponse
+    ) -> api_pb2.AllocatableResourcesResponse:
+        if not self._unhealthy:
+            return allocatable
+        answer = _copy(allocatable)
+        del answer.devices[:]
+        for dev in allocatable.devices:
+            ids = [i for i in dev.device_ids if (dev.resource_name, i) not in self._unhealthy]
+            if ids:
+                kept = answer.devices.add()
+                kept.CopyFrom(dev)
+                kept.device_ids[:] = ids
+        return answer
 
 
 _M = TypeVar("_M", bound=Message)

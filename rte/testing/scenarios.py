@@ -10,14 +10,15 @@ shared-pool pods. Nothing is over-allocated. The same seed gives the same scenar
 ``get_allocatable_resources.pb``, optionally ``.protojson.json`` / ``.gojson.json``).
 
 The small builders (``pod``, ``container``, ``device``, ``memory``) make protobuf messages for
-tests, e.g. to feed :meth:`rte.testing.fake_kubelet.FakeKubelet.add_pod`.
+tests, e.g. to feed :meth:`rte.testing.fake_kubelet.FakeKubelet.add_pod`; ``cpu_manager_state``
+makes the CPU manager's checkpoint that goes with them (what init containers still hold).
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from rte.model.cpuset import format_cpuset
 from rte.podres.v1 import api_pb2
 
 if TYPE_CHECKING:
@@ -73,6 +75,25 @@ def pod(
     return api_pb2.PodResources(
         namespace=namespace, name=name, containers=containers, cpu_ids=sorted(cpu_ids), memory=memory
     )
+
+
+def cpu_manager_state(
+    cpus: Iterable[int], entries: Mapping[str, Mapping[str, Iterable[int]]]
+) -> dict[str, object]:
+    """A static CPU manager checkpoint as the kubelet writes it (``cpu_manager_state``, v2).
+
+    ``entries``: pod UID -> container name -> exclusive CPUs, init containers included (the
+    kubelet keeps their CPUs for the pod's life); every other CPU of ``cpus`` is the shared pool.
+    """
+    exclusive = {c for per_pod in entries.values() for ids in per_pod.values() for c in ids}
+    return {
+        "policyName": "static",
+        "defaultCpuSet": format_cpuset(set(cpus) - exclusive),
+        "entries": {
+            uid: {name: format_cpuset(ids) for name, ids in per.items()} for uid, per in entries.items()
+        },
+        "checksum": 0,
+    }
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ ZONES = (Zone("node-0", resources=(ResourceInfo("cpu", 4, 4, 4),)),)
 def test_default_config_publishes_policy_none_rather_than_an_empty_string() -> None:
     assert config_attributes(KubeletConfig()) == [
         ("cpuManagerPolicy", "none"),
+        ("kubeletFeatureGatePodLevelResourceManagers", "false"),
+        ("kubeletFeatureGatePodLevelResources", "true"),
         ("memoryManagerPolicy", "None"),
         ("topologyManagerMaxNUMANodes", "8"),
         ("topologyManagerPolicy", "none"),
@@ -42,6 +44,8 @@ def test_topology_manager_options_become_camel_case_true_false_attributes() -> N
     assert config.max_numa_nodes == 16
     assert config_attributes(config) == [
         ("cpuManagerPolicy", "none"),
+        ("kubeletFeatureGatePodLevelResourceManagers", "false"),
+        ("kubeletFeatureGatePodLevelResources", "true"),
         ("memoryManagerPolicy", "None"),
         ("reservedSystemCPUs", "0-2,52-53"),
         ("topologyManagerMaxNUMANodes", "16"),
@@ -130,3 +134,68 @@ def test_the_object_carries_config_attributes_non_numa_devices_and_the_fingerpri
     }
     assert list(topology.attributes) == sorted(topology.attributes, key=lambda a: a.name)
     assert Attribute("topologyManagerScope", "pod") in topology.attributes
+
+
+# -- what kubelet-exact admission needs ------------------------------------------------------------
+
+
+def _attrs(accounting: Accounting, config: KubeletConfig | None) -> dict[str, str]:
+    topology = build_topology(
+        "n1", accounting, config=config, fingerprint_pods=None, fingerprint_method=FingerprintMethod.ALL
+    )
+    return {a.name: a.value for a in topology.attributes}
+
+
+def test_boolean_cpu_manager_options_become_camel_case_attributes_and_others_are_left_out() -> None:
+    config = parse_kubelet_config(
+        {
+            "cpuManagerPolicy": "static",
+            "cpuManagerPolicyOptions": {
+                "full-pcpus-only": "true",
+                "distribute-cpus-across-numa": "false",
+                "future-knob": "fast",
+            },
+        }
+    )
+    names = dict(config_attributes(config))
+    assert names["cpuManagerOptionFullPcpusOnly"] == "true"
+    assert names["cpuManagerOptionDistributeCpusAcrossNuma"] == "false"
+    assert not any("FutureKnob" in name for name in names)
+
+
+def test_threads_per_core_are_published_and_free_physical_cpus_only_with_full_pcpus_only() -> None:
+    accounting = Accounting(ZONES, threads_per_core=2, available_physical_cpus=40)
+    plain = parse_kubelet_config({"cpuManagerPolicy": "static"})
+    strict = parse_kubelet_config(
+        {"cpuManagerPolicy": "static", "cpuManagerPolicyOptions": {"full-pcpus-only": "true"}}
+    )
+    assert _attrs(accounting, plain)["cpuManagerThreadsPerCore"] == "2"
+    assert "cpuManagerAvailablePhysicalCPUs" not in _attrs(accounting, plain)
+    assert _attrs(accounting, strict)["cpuManagerAvailablePhysicalCPUs"] == "40"
+    assert "cpuManagerThreadsPerCore" not in _attrs(Accounting(ZONES), plain)  # unknown: not published
+
+
+def test_memory_groups_are_cpuset_lists_joined_by_semicolons_and_absent_without_groups() -> None:
+    grouped = Accounting(ZONES, memory_numa_groups=((0, 1), (2, 3, 5)))
+    assert _attrs(grouped, None)["memoryManagerNUMAGroups"] == "0-1;2-3,5"
+    assert "memoryManagerNUMAGroups" not in _attrs(Accounting(ZONES), None)
+
+
+def test_devices_of_unknown_numa_are_published_apart_from_devices_without_topology() -> None:
+    accounting = Accounting(
+        ZONES, non_numa_devices={"example.com/dsp": 1}, unknown_numa_devices={"example.com/gpu": 2}
+    )
+    attrs = _attrs(accounting, None)
+    assert attrs["nodeUnknownNUMAResources"] == "example.com/gpu=2"
+    assert attrs["nodeNonTopologyResources"] == "example.com/dsp=1"
+
+
+def test_pod_level_resources_gates_are_published_with_the_kubelets_defaults_unless_set() -> None:
+    default = dict(config_attributes(parse_kubelet_config({})))
+    assert default["kubeletFeatureGatePodLevelResources"] == "true"
+    assert default["kubeletFeatureGatePodLevelResourceManagers"] == "false"
+    gates = {"featureGates": {"PodLevelResources": False, "PodLevelResourceManagers": True, "Other": True}}
+    chosen = dict(config_attributes(parse_kubelet_config(gates)))
+    assert chosen["kubeletFeatureGatePodLevelResources"] == "false"
+    assert chosen["kubeletFeatureGatePodLevelResourceManagers"] == "true"
+    assert "kubeletFeatureGateOther" not in chosen  # only the gates that change admission

@@ -50,9 +50,10 @@ def _dump_json(*args: str) -> tuple[dict, str]:  # type: ignore[type-arg]
 
 
 def _kubelet_part(endpoint: str, timeout: float) -> KubeletReading | None:
-    """What ``rte dump`` read from the kubelet at ``endpoint``; None when nothing answered."""
+    """What ``rte dump`` read from the kubelet at ``endpoint`` (as its default socket); None when
+    nothing answered."""
     reading = read_node(
-        sysfs_root=str(R640), node_name="n", podresources=endpoint, timeout=timeout, err=io.StringIO()
+        sysfs_root=str(R640), node_name="n", default_endpoint=endpoint, timeout=timeout, err=io.StringIO()
     )
     return reading.kubelet
 
@@ -124,16 +125,27 @@ def test_a_kubelet_restart_mid_run_is_survived(tmp_path: Path) -> None:
         kubelet.close()
 
 
-def test_a_socket_that_does_not_answer_gives_hardware_capacity_and_a_warning(tmp_path: Path) -> None:
+def test_a_default_socket_that_does_not_answer_gives_hardware_capacity_and_a_warning(tmp_path: Path) -> None:
     kubelet = FakeKubelet(scenario=STATIC).start()
     kubelet.fail("List", grpc.StatusCode.UNAVAILABLE, "kubelet is restarting")
+    err = io.StringIO()
     try:
-        obj, err = _dump_json("--sysfs", str(R640), "--podresources", kubelet.endpoint)
+        reading = read_node(sysfs_root=str(R640), node_name="n", default_endpoint=kubelet.endpoint, err=err)
     finally:
         kubelet.close()
-    assert "kubelet is restarting" in err
-    assert "hardware capacity" in err
-    assert schema_errors(obj) == []
+    assert reading.kubelet is None
+    assert "kubelet is restarting" in err.getvalue()
+    assert "hardware capacity" in err.getvalue()
+    assert schema_errors(to_nrt(compute_topology(reading).topology)) == []
+
+
+def test_an_explicit_socket_that_does_not_answer_is_an_error_not_hardware_capacity() -> None:
+    with FakeKubelet(scenario=STATIC) as kubelet:
+        kubelet.fail("List", grpc.StatusCode.UNAVAILABLE, "kubelet is restarting")
+        result = CliRunner().invoke(main, ["dump", "--sysfs", str(R640), "--podresources", kubelet.endpoint])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("rte: error: ") and "kubelet is restarting" in result.stderr
 
 
 def test_unimplemented_get_allocatable_degrades_to_sysfs_and_config() -> None:
@@ -169,7 +181,10 @@ def test_malformed_kubelet_data_yields_findings_and_a_sane_object() -> None:
     assert "unknown_device" in err and "0000:ee:00.0" in err
     assert "unknown_cpu" in err and "999" in err
     attrs = {a["name"]: a["value"] for a in obj["attributes"]}
-    assert attrs["nodeNonTopologyResources"] == f"{SRIOV}=1"
+    # Its resource has NUMA-local devices, so the device manager aligns it and the device on node 7
+    # matches no NUMA mask: unknown NUMA, not "no topology".
+    assert attrs["nodeUnknownNUMAResources"] == f"{SRIOV}=1"
+    assert "nodeNonTopologyResources" not in attrs
     assert schema_errors(obj) == []
 
 
@@ -192,6 +207,19 @@ def test_fingerprint_command_over_the_socket_matches_files() -> None:
     assert live.stdout.splitlines()[-1] == files.stdout.splitlines()[-1]
     assert live.stdout.strip() == fp.compute(
         [("kube-system", "coredns-6d4b75cb6d-x2x8k"), ("cnf", "dpdk-app-0"), ("cnf", "numa1-worker-7f9c")]
+    )
+
+
+def test_fingerprint_of_an_explicit_podresources_that_cannot_be_a_kubelet_is_bad_input(
+    tmp_path: Path,
+) -> None:
+    regular = tmp_path / "kubelet.sock"
+    regular.write_text("")
+    result = CliRunner().invoke(main, ["fingerprint", "--podresources", str(regular)])
+    assert result.exit_code == 2
+    assert (
+        result.stderr
+        == f"rte: error: --podresources: {regular}: is a regular file, not a socket or a scenario directory\n"
     )
 
 

@@ -126,6 +126,35 @@ def test_bad_kubelet_data_keeps_the_last_object_and_the_loop_running(tmp_path: P
     assert h.publisher.stored != good
 
 
+def test_contradicting_kubelet_data_is_a_finding_counted_logged_once_and_makes_the_agent_unready(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(tmp_path)
+    h.advance(1)
+    assert h.agent.last_scan is not None and h.agent.last_scan.inconsistent is None
+    assert h.ready()
+    path = h.dir / "list.protojson.json"
+    doc = json.loads(path.read_text())
+    twin = json.loads(json.dumps(doc["podResources"][1]))
+    twin["containers"] = twin["containers"][1:]  # dpdk-app-0 listed twice, differently
+    doc["podResources"].append(twin)
+    path.write_text(json.dumps(doc))
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.advance(5)
+    assert h.agent.last_scan is not None
+    assert h.agent.last_scan.inconsistent == (
+        "duplicate_pod; published availability capped at the last consistent cycle"
+    )
+    assert not h.ready()
+    family = h.metrics.findings
+    assert family.value(kind="duplicate_pod") == 1
+    lines = [r.getMessage() for r in caplog.records if "duplicate_pod" in r.getMessage()]
+    assert lines == [
+        "input inconsistency (duplicate_pod): pod cnf/dpdk-app-0 is listed 2 times"
+        " (different entries, all charged)"
+    ]
+
+
 def test_a_kubelet_without_get_allocatable_degrades_with_a_single_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -172,6 +201,16 @@ def test_a_device_the_kubelet_stops_offering_leaves_the_nrt_within_seconds_witho
     h.advance(h.settings.allocatable_refresh + 1)
     assert device_count(h.publisher.stored, nic) == before - 1
     assert h.settings.allocatable_refresh <= 10
+
+
+def test_an_unchanged_allocatable_answer_costs_the_call_and_no_cycle(tmp_path: Path) -> None:
+    h = Harness(tmp_path, allocatable_refresh="1s", resync_interval="60s")
+    h.advance(1)
+    cycles, allocatables = h.metric("cycles", result="ok"), h.reader.allocatables
+    h.advance(30)
+    assert h.reader.allocatables - allocatables >= 25  # asked about once a second...
+    assert h.metric("cycles", result="ok") == cycles  # ...and nothing to do each time
+    assert h.metric("triggers", reason="allocatable") == 0
 
 
 def test_sysfs_is_reread_on_the_resync_timer_not_on_every_allocatable_refresh(tmp_path: Path) -> None:

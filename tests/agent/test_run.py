@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -124,6 +125,29 @@ def test_once_into_a_closed_pipe_ends_quietly_like_other_command_line_tools(outp
     assert "Broken pipe" not in result.stderr
     assert "error" not in result.stderr.lower()
     assert result.returncode == 1  # as `rte dump | head` ends
+
+
+def test_once_with_bad_kubelet_data_is_an_input_error_with_status_2_and_no_retrying(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario"
+    scenario.mkdir()
+    (scenario / "list.json").write_text('{"pod_resources": [{"name": 5}]}')
+    shutil.copy(SCENARIO / "get_allocatable_resources.protojson.json", scenario)
+    code, out, err = run(
+        "--once", "--no-publish", "--podresources", str(scenario), "--kubelet-config", str(CONFIG)
+    )
+    assert (code, out) == (2, "")
+    assert err == f"rte: error: {scenario}/list.json: pod_resources[0].name: expected a string, got 5\n"
+
+
+def test_once_with_undecodable_bytes_from_the_kubelet_socket_is_status_2_in_one_line() -> None:
+    with FakeKubelet(scenario=SCENARIO) as kubelet:
+        kubelet.serve_raw("List", b"\xff\xff\xff")
+        code, out, err = run(
+            "--once", "--no-publish", "--podresources", kubelet.endpoint, "--kubelet-config", str(CONFIG)
+        )
+    assert (code, out) == (2, "")
+    assert err.startswith("rte: error: kubelet List response from unix://") and "does not decode" in err
+    assert err.count("\n") == 1 and "retrying" not in err
 
 
 def test_the_agent_app_publishes_serves_its_probes_and_stops_within_its_shutdown_timeout(

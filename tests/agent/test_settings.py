@@ -130,6 +130,11 @@ def test_unknown_rte_environment_variables_are_ignored() -> None:
         ({"RTE_HTTP_ADDRESS": "localhost"}, "RTE_HTTP_ADDRESS: not host:port: 'localhost'"),
         ({"RTE_LEASE_DURATION": "500ms"}, "RTE_LEASE_DURATION: must be 0 (off) or at least 1s"),
         ({"RTE_KUBELET_QPS": "0"}, "RTE_KUBELET_QPS: must be at least 0.1"),
+        (
+            {"RTE_PODRESOURCES": "http://127.0.0.1:10250"},
+            "RTE_PODRESOURCES: http://127.0.0.1:10250: unsupported scheme 'http:'",
+        ),
+        ({"RTE_PODRESOURCES": __file__}, f"RTE_PODRESOURCES: {__file__}: is a regular file"),
     ],
 )
 def test_invalid_values_are_one_line_errors_naming_the_key(env: dict[str, str], message: str) -> None:
@@ -137,6 +142,10 @@ def test_invalid_values_are_one_line_errors_naming_the_key(env: dict[str, str], 
         load(env=env)
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
+
+
+def test_a_podresources_socket_that_is_not_there_yet_is_waited_for_not_refused() -> None:
+    assert load(env={"RTE_PODRESOURCES": "unix:///nonexistent/kubelet.sock"}).podresources.endswith(".sock")
 
 
 def test_empty_paths_turn_optional_inputs_off_and_lists_split_on_commas() -> None:

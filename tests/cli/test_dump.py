@@ -1,5 +1,6 @@
 """`rte dump` end to end through the CLI, on all six fixture machines."""
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from tests.helpers.nrt_schema import schema_errors
 from tests.helpers.paths import FIXTURES, MACHINES, R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
 R640, R640_CONFIG = R640_SYSFS, R640_KUBELET_CONFIG
-NO_KUBELET = "unix:///nonexistent/kubelet.sock"
+NO_KUBELET = "--no-kubelet"
 
 
 def _dump(*args: str) -> tuple[int, str, str]:
@@ -39,13 +40,12 @@ def test_dump_json_matches_the_fixture_facts_and_the_crd(machine: str) -> None:
         str(FIXTURES / "sysfs" / machine / "sys"),
         "--node-name",
         "n1",
-        "--podresources",
         NO_KUBELET,
         "-o",
         "json",
     )
     assert code == 0, err
-    assert "hardware capacity" in err
+    assert err == ""  # hardware capacity was asked for: no notice
     obj = json.loads(out)
     assert schema_errors(obj) == []
     assert obj["metadata"]["name"] == "n1"
@@ -71,12 +71,8 @@ def test_dump_json_matches_the_fixture_facts_and_the_crd(machine: str) -> None:
 
 
 def test_dump_yaml_is_the_same_object() -> None:
-    _, out_json, _ = _dump(
-        "--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", "x", "-o", "json"
-    )
-    _, out_yaml, _ = _dump(
-        "--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", "x", "-o", "yaml"
-    )
+    _, out_json, _ = _dump("--sysfs", str(R640), NO_KUBELET, "--node-name", "x", "-o", "json")
+    _, out_yaml, _ = _dump("--sysfs", str(R640), NO_KUBELET, "--node-name", "x", "-o", "yaml")
     assert yaml.safe_load(out_yaml) == json.loads(out_json)
 
 
@@ -162,7 +158,7 @@ def test_malformed_sysfs_content_is_one_line_naming_the_path_with_status_2(tmp_p
     (node / "node0").mkdir(parents=True)
     (node / "online").write_text("0\n")
     (node / "node0" / "cpulist").write_text("0-abc\n")
-    code, out, err = _dump("--sysfs", str(tmp_path), "--podresources", NO_KUBELET)
+    code, out, err = _dump("--sysfs", str(tmp_path), NO_KUBELET)
     assert code == 2
     assert out == ""
     lines = [ln for ln in err.splitlines() if ln.startswith("rte: error")]
@@ -174,7 +170,7 @@ def test_malformed_sysfs_content_is_one_line_naming_the_path_with_status_2(tmp_p
 def test_a_bad_kubelet_config_is_one_line_with_status_2(tmp_path: Path) -> None:
     bad = tmp_path / "kubelet.yaml"
     bad.write_text("topologyManagerPolicy: sometimes\n")
-    code, _, err = _dump("--sysfs", str(R640), "--podresources", NO_KUBELET, "--kubelet-config", str(bad))
+    code, _, err = _dump("--sysfs", str(R640), NO_KUBELET, "--kubelet-config", str(bad))
     assert code == 2
     assert "kubelet.yaml" in err and "sometimes" in err
     assert "Traceback" not in err
@@ -182,7 +178,7 @@ def test_a_bad_kubelet_config_is_one_line_with_status_2(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["Bad Name!", "UPPER", "a_b", "x" * 254])
 def test_a_node_name_that_cannot_name_an_object_is_refused_as_rte_run_refuses_it(name: str) -> None:
-    code, out, err = _dump("--sysfs", str(R640), "--podresources", NO_KUBELET, "--node-name", name)
+    code, out, err = _dump("--sysfs", str(R640), NO_KUBELET, "--node-name", name)
     assert code == 2
     assert out == ""
     assert err == f"rte: error: --node-name: {name!r} is not a valid object name (lowercase DNS subdomain)\n"
@@ -206,3 +202,77 @@ def test_choices_are_read_in_any_case() -> None:
     assert code == 0, err
     attributes = {a["name"]: a["value"] for a in json.loads(out)["attributes"]}
     assert attributes["nodeTopologyPodsFingerprintMethod"] == "all"
+
+
+# -- which kubelet (#14.14) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "problem"),
+    [
+        ("{file}", "is a regular file, not a socket or a scenario directory"),
+        ("unix://{file}", "is a regular file"),
+        ("http://127.0.0.1:10250", "unsupported scheme 'http:'"),
+        ("dns:kubelet", "unsupported scheme 'dns:'"),
+        ("{missing}", "no such socket or directory"),
+        ("unix://{missing}", "no such socket or directory"),
+        ("unix://{dir}", "is a directory, not a socket"),
+    ],
+)
+def test_an_explicit_podresources_that_cannot_be_a_kubelet_is_bad_input(
+    tmp_path: Path, endpoint: str, problem: str
+) -> None:
+    regular = tmp_path / "kubelet.sock"
+    regular.write_text("not a socket")
+    given = endpoint.format(file=regular, missing=tmp_path / "gone.sock", dir=tmp_path)
+    code, out, err = _dump("--sysfs", str(R640), "--podresources", given)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith(f"rte: error: --podresources: {given}: ") and problem in err
+
+
+def test_without_podresources_an_absent_default_socket_is_hardware_capacity_with_a_notice(
+    tmp_path: Path,
+) -> None:
+    from rte.commands.dump import read_node
+
+    err = io.StringIO()
+    reading = read_node(
+        sysfs_root=str(R640), node_name="n", default_endpoint=f"unix://{tmp_path}/kubelet.sock", err=err
+    )
+    assert reading.kubelet is None
+    assert err.getvalue() == (
+        f"rte: no kubelet podresources at unix://{tmp_path}/kubelet.sock: showing hardware capacity"
+        " (allocatable = available = capacity)\n"
+    )
+
+
+def test_no_kubelet_contradicts_an_explicit_podresources() -> None:
+    code, _, err = _dump("--sysfs", str(R640), "--no-kubelet", "--podresources", str(R640_STATIC))
+    assert code == 2
+    assert err == "rte: error: --no-kubelet: contradicts --podresources\n"
+
+
+# -- inputs that cannot be true (#14.14) -----------------------------------------------------------
+
+
+def test_a_sysfs_tree_that_cannot_be_true_is_one_line_with_status_2(tmp_path: Path) -> None:
+    node = tmp_path / "devices" / "system" / "node"
+    (node / "node0").mkdir(parents=True)
+    (node / "online").write_text("0\n")
+    (node / "node0" / "meminfo").write_text("Node 0 MemFree: 1024 kB\n")
+    code, out, err = _dump("--sysfs", str(tmp_path), NO_KUBELET)
+    assert (code, out) == (2, "")
+    assert err == f"rte: error: {node}/node0/meminfo: no MemTotal line: every node's meminfo has one\n"
+
+
+def test_reserved_cpus_the_machine_lacks_are_one_line_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    config = tmp_path / "kubelet.yaml"
+    config.write_text("cpuManagerPolicy: static\nreservedSystemCPUs: 0,1,200-201\n")
+    for inputs in (["--no-kubelet"], ["--podresources", str(R640_STATIC)]):
+        code, out, err = _dump("--sysfs", str(R640), "--kubelet-config", str(config), *inputs)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"rte: error: {config}: reservedSystemCPUs: names CPUs 200-201, which this machine does not have"
+            " (its CPUs: 0-103)\n"
+        )

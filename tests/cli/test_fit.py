@@ -189,6 +189,17 @@ def test_a_malformed_quantity_names_the_file_document_and_field(tmp_path: Path) 
     )
 
 
+def test_a_negative_quantity_in_a_users_nrt_file_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    text = (REPO / "examples" / "nrt-two-nodes.yaml").read_text(encoding="utf-8")
+    bad = _write(tmp_path / "bad.yaml", text.replace('available: "16"}', 'available: "-2"}'))
+    code, out, err = run("--pod", POD, bad)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"rte: error: {bad}[document 1]: zones[1].resources[0].available:"
+        " negative quantity '-2': an NRT never holds one\n"
+    )
+
+
 def test_a_manifest_that_is_not_a_pod_is_rejected(tmp_path: Path) -> None:
     deployment = _write(tmp_path / "deploy.yaml", "kind: Deployment\nmetadata: {name: web}\n")
     code, _, err = run("--pod", deployment, NRTS)

@@ -81,6 +81,16 @@ def test_watch_events_are_read_from_their_wire_form() -> None:
         store.apply_watch_event({"type": "ADDED", "object": None})
 
 
+def test_a_watched_nrt_with_a_negative_quantity_is_served_with_zero_there() -> None:
+    store = NRTStore()
+    obj = to_nrt(topo("a"))
+    obj["zones"][0]["resources"][0]["available"] = "-1"
+    store.apply_watch_event({"type": "ADDED", "object": obj})
+    stored = store.get("a")
+    assert stored is not None
+    assert stored.zones[0].resources[0] == ResourceInfo("cpu", 4, 4, 0)
+
+
 def test_heartbeats_never_move_backwards() -> None:
     store = NRTStore()
     store.observe_heartbeat("a", 100.0)

@@ -255,3 +255,26 @@ def test_the_copy_loop_follows_the_kubelets_renames_and_the_agents_watch_sees_ea
     finally:
         watcher.stop()
     assert set(fired) == {"kubelet-state"}
+
+
+def test_the_agent_reads_both_checkpoints_the_copy_loop_provides(copy_loop: tuple[Path, Path]) -> None:
+    from rte.agent.scanner import CheckpointFiles
+    from rte.host.kubelet_state import CPU_MANAGER_STATE, MEMORY_MANAGER_STATE
+    from tests.helpers.paths import KUBELET_FIXTURES
+
+    kubelet, state = copy_loop
+    fixtures = KUBELET_FIXTURES / "state"
+    kubelet_write(
+        kubelet / CPU_MANAGER_STATE,
+        (fixtures / "cpu_manager_state.SYNTHETIC.dell-r640-scenario.json").read_text(),
+    )
+    kubelet_write(
+        kubelet / MEMORY_MANAGER_STATE,
+        (fixtures / "memory_manager_state.SYNTHETIC.dell-r640-scenario.json").read_text(),
+    )
+    wait_until(lambda: (state / CPU_MANAGER_STATE).is_file() and (state / MEMORY_MANAGER_STATE).is_file())
+    # The agent's kubelet root in the DaemonSet is the copy loop's STATE_DIR (checked above).
+    read = CheckpointFiles(state).read()
+    assert read.cpu is not None and read.cpu.policy == "static"
+    assert read.cpu.exclusive_cpus == frozenset({2, 4, 54, 56, 3, 5, 7, 9, 55, 57, 59, 61})
+    assert read.memory is not None and sorted(read.memory.machine_state) == [0, 1]

@@ -291,9 +291,10 @@ def test_possible_nodes_beyond_online_ones_do_not_become_nodes(tmp_path: Path) -
 
 
 def test_missing_optional_files_give_fewer_facts_not_errors(tmp_path: Path) -> None:
-    # node1 is online but its directory is gone; node0 has no meminfo, hugepages or distance;
+    # node1 has nothing but its directory; node0 has no meminfo, hugepages or distance;
     # there are no cpu/online, present or possible files and cpu1 has no topology directory.
     root = numa_tree(tmp_path, "0-1\n", {0: {"cpulist": "0-1\n"}})
+    (root / "devices/system/node/node1").mkdir()
     write_tree(
         root, {"devices/system/cpu/cpu0/topology/core_id": "0\n", "devices/system/cpu/cpu1/uevent": ""}
     )
@@ -307,7 +308,7 @@ def test_missing_optional_files_give_fewer_facts_not_errors(tmp_path: Path) -> N
 
 
 def test_a_node_without_cpulist_is_read_from_its_cpu_entries(tmp_path: Path) -> None:
-    root = numa_tree(tmp_path, "0\n", {0: {"cpu3/online": "1\n", "cpu12/online": "1\n", "meminfo": ""}})
+    root = numa_tree(tmp_path, "0\n", {0: {"cpu3/online": "1\n", "cpu12/online": "1\n"}})
     assert read_machine(root, pci=False).node(0).cpus == {3, 12}
 
 
@@ -380,6 +381,40 @@ def test_a_malformed_package_id_names_it(tmp_path: Path) -> None:
 def test_a_cpu_claimed_by_two_nodes_is_rejected(tmp_path: Path) -> None:
     root = numa_tree(tmp_path, "0-1\n", {0: {"cpulist": "0-1\n"}, 1: {"cpulist": "1-2\n"}})
     assert_input_error(root, "devices/system/node/node1/cpulist", "CPU 1 is also listed by node 0")
+
+
+# Trees that cannot be true (#14.14): each would make the agent publish numbers no kernel wrote.
+
+
+def test_a_meminfo_without_memtotal_names_the_file(tmp_path: Path) -> None:
+    root = numa_tree(tmp_path, "0\n", {0: {"cpulist": "0\n", "meminfo": "Node 0 MemFree: 1024 kB\n"}})
+    assert_input_error(root, "devices/system/node/node0/meminfo", "no MemTotal")
+
+
+@pytest.mark.parametrize("attribute", ["nr_hugepages", "free_hugepages"])
+def test_a_negative_hugepage_count_names_the_file_and_the_value(tmp_path: Path, attribute: str) -> None:
+    root = numa_tree(tmp_path, "0\n", {0: {f"hugepages/hugepages-2048kB/{attribute}": "-3\n"}})
+    assert_input_error(root, f"devices/system/node/node0/hugepages/hugepages-2048kB/{attribute}", "-3")
+
+
+def test_an_online_node_without_its_directory_names_the_online_file(tmp_path: Path) -> None:
+    root = numa_tree(tmp_path, "0-1\n", {0: {"cpulist": "0-1\n"}})
+    assert_input_error(root, "devices/system/node/online", "node 1, which has no node1 directory")
+
+
+def test_a_pci_device_on_a_numa_node_that_is_not_online_names_its_numa_node_file(tmp_path: Path) -> None:
+    root = numa_tree(tmp_path, "0-1\n", {0: {"cpulist": "0\n"}, 1: {"cpulist": "1\n"}})
+    device = root / "devices/pci0000:00/0000:3b:00.0"
+    write_tree(
+        device, {"vendor": "0x8086\n", "device": "0x158b\n", "class": "0x020000\n", "numa_node": "3\n"}
+    )
+    (root / "bus/pci/devices").mkdir(parents=True)
+    (root / "bus/pci/devices/0000:3b:00.0").symlink_to("../../../devices/pci0000:00/0000:3b:00.0")
+    with pytest.raises(InputError) as caught:
+        read_machine(root, use_udev=False)
+    assert caught.value.source == f"{root}/bus/pci/devices/0000:3b:00.0/numa_node"
+    assert caught.value.detail == "NUMA node 3 is not online (online: 0-1)"
+    assert read_machine(root, pci=False).node_ids == (0, 1)  # the agent, which reads no PCI, is unaffected
 
 
 def test_a_directory_that_is_not_sysfs_is_rejected(tmp_path: Path) -> None:

@@ -183,6 +183,32 @@ def test_malformed_objects_raise_an_error_naming_the_field(mutate, where: str) -
     assert info.value.source == where
 
 
+def test_a_negative_quantity_from_a_cluster_reads_as_zero_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    obj = to_nrt(_topology())
+    obj["zones"][0]["resources"][0]["available"] = "-1"
+    obj["zones"][0]["resources"][0]["capacity"] = -3
+    with caplog.at_level("WARNING", logger="rte.model.nrt"):
+        topo = from_nrt(obj)
+    resource = topo.zones[0].resources[0]
+    assert (resource.capacity, resource.available) == (0, 0)
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        f"NRT {topo.name}: negative quantities read as 0:"
+        " zones[0].resources[0].capacity=-3, zones[0].resources[0].available=-1"
+    )
+
+
+def test_a_negative_quantity_read_strictly_is_an_error_naming_the_field() -> None:
+    obj = to_nrt(_topology())
+    obj["zones"][1]["resources"][0]["allocatable"] = "-500m"
+    with pytest.raises(InputError) as info:
+        from_nrt(obj, strict=True)
+    assert info.value.source == "zones[1].resources[0].allocatable"
+    assert info.value.detail == "negative quantity '-500m': an NRT never holds one"
+
+
 def test_with_attributes_replaces_by_name_without_duplicates() -> None:
     topo = _topology().with_attributes([Attribute("topologyManagerScope", "pod"), Attribute("x", "1")])
     assert duplicate_names(a.name for a in topo.attributes) == []

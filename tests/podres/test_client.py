@@ -87,7 +87,7 @@ def test_unknown_numa_ids_and_devices_missing_from_allocatable_pass_through_unch
     kubelet.add_pod(scenarios.pod("cnf", "odd", odd))
     pod = client.get("cnf", "odd")
     assert pod is not None
-    assert pod.containers[0].devices == (Device(VF, ("0000:99:00.0",), (7,)), Device(VF, ("x",), ()))
+    assert pod.containers[0].devices == (Device(VF, ("0000:99:00.0",), (7,)), Device(VF, ("x",), (), True))
 
 
 def test_unimplemented_allocatable_is_not_supported_and_list_still_works(

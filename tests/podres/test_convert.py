@@ -79,15 +79,27 @@ def test_numa_node_zero_is_an_empty_message_on_the_wire_and_still_reads_as_zero(
     assert convert.allocatable_from_proto(wire, "t").devices[0].numa_ids == (0,)
 
 
-def test_no_topology_and_the_minus_one_node_both_mean_no_locality() -> None:
+def test_no_topology_has_no_locality_and_the_minus_one_node_an_unknown_one() -> None:
     doc = {
         "devices": [
             {"resourceName": VF, "deviceIds": ["a"]},
             {"resourceName": VF, "deviceIds": ["b"], "topology": {"nodes": [{"ID": "-1"}]}},
             {"resourceName": VF, "deviceIds": ["c"], "topology": {}},
+            {"resourceName": VF, "deviceIds": ["d"], "topology": {"nodes": [{"ID": "-1"}, {}]}},
         ]
     }
-    assert [d.numa_ids for d in convert.allocatable_from_json(doc, "t.json").devices] == [(), (), ()]
+    devices = convert.allocatable_from_json(doc, "t.json").devices
+    assert [d.numa_ids for d in devices] == [(), (), (), (0,)]
+    assert [d.numa_unknown for d in devices] == [False, True, False, False]
+
+
+def test_the_minus_one_node_on_the_wire_reads_as_unknown_and_no_topology_does_not() -> None:
+    msg = api_pb2.AllocatableResourcesResponse(
+        devices=[scenarios.device(VF, "a"), scenarios.device(VF, "b", -1), scenarios.device(VF, "c", 1)]
+    )
+    wire = api_pb2.AllocatableResourcesResponse.FromString(msg.SerializeToString())
+    devices = convert.allocatable_from_proto(wire, "t").devices
+    assert [(d.numa_ids, d.numa_unknown) for d in devices] == [((), False), ((), True), ((1,), False)]
 
 
 def test_sparse_numa_ids_keep_their_real_names_and_multi_numa_blocks_keep_every_node() -> None:

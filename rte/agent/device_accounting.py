@@ -1,0 +1,86 @@
+"""Device resources: per zone where the device manager can align them, node-level where it cannot.
+
+How the kubelet's device manager hints a device resource (kubernetes/kubernetes
+``pkg/kubelet/cm/devicemanager/topology_hints.go``):
+
+* a resource none of whose devices reports a topology has no preference: it never constrains
+  admission. Its devices are counted in :attr:`DeviceAccounting.non_numa` (published as
+  ``nodeNonTopologyResources``);
+* a resource with at least one device that reports NUMA nodes is aligned: each device counts
+  toward the masks that contain one of its nodes. A device whose node is unknown (``-1``, or an
+  id this machine does not have) or that reports no topology counts toward no mask at all, so a
+  request that needs it gets no hint. Those devices are in :attr:`DeviceAccounting.unknown_numa`
+  (published as ``nodeUnknownNUMAResources``), never in a zone;
+* every other device counts in each zone it is attached to (a device local to two zones counts
+  in both, and using it takes it from both); capacity = allocatable (device capacity cannot be
+  learned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rte.agent.ledger import Ledger
+from rte.podres.types import AllocatableResources, PodResources
+
+
+@dataclass(frozen=True)
+class DeviceAccounting:
+    """Device counts that belong to no zone, by resource name."""
+
+    non_numa: Mapping[str, int] = field(default_factory=dict)
+    """Resources without any topology: no constraint on admission."""
+    unknown_numa: Mapping[str, int] = field(default_factory=dict)
+    """Devices of aligned resources that match no NUMA node: no hint for a request needing them."""
+
+
+def account_devices(
+    ledger: Ledger, allocatable: AllocatableResources | None, pods: Sequence[PodResources]
+) -> DeviceAccounting:
+    """Charge the zones' devices; return the devices that belong to no zone."""
+    if allocatable is None:
+        return DeviceAccounting()
+    where: dict[tuple[str, str], set[int]] = {}  # (resource, device id) -> zones it is attached to
+    nowhere: dict[str, set[str]] = {}  # resource -> devices attached to no zone of this machine
+    aligned: set[str] = set()  # resources with at least one device reporting NUMA nodes
+    for dev in allocatable.devices:
+        if dev.numa_ids or dev.numa_unknown:
+            aligned.add(dev.resource_name)
+        zones = ledger.known(dev.numa_ids, f"device {dev.resource_name}")
+        for device_id in dev.device_ids:
+            if zones:
+                where.setdefault((dev.resource_name, device_id), set()).update(zones)
+            else:
+                nowhere.setdefault(dev.resource_name, set()).add(device_id)
+    for (resource, device_id), attached in where.items():
+        nowhere.get(resource, set()).discard(device_id)  # local somewhere after all
+        for zone in attached:
+            ledger.at(zone, resource).allocatable += 1
+    used: set[tuple[str, str]] = set()
+    for pod in pods:
+        for container in pod.containers:
+            for dev in container.devices:
+                for device_id in dev.device_ids:
+                    key = (dev.resource_name, device_id)
+                    if key in where:
+                        used.add(key)
+                    elif device_id not in nowhere.get(dev.resource_name, set()):
+                        ledger.note(
+                            "unknown_device",
+                            f"pod {pod.namespace}/{pod.name} holds {dev.resource_name} {device_id},"
+                            " which is not allocatable",
+                        )
+    for key in used:
+        for zone in where[key]:
+            ledger.at(zone, key[0]).used += 1
+    for resource, _ in where:
+        for zone in ledger.zones:
+            if resource in ledger.zones[zone]:
+                amounts = ledger.at(zone, resource)
+                amounts.capacity = amounts.allocatable
+    counts = {res: len(ids) for res, ids in sorted(nowhere.items()) if ids}
+    return DeviceAccounting(
+        non_numa={r: n for r, n in counts.items() if r not in aligned},
+        unknown_numa={r: n for r, n in counts.items() if r in aligned},
+    )

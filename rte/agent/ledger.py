@@ -1,0 +1,98 @@
+"""The working state of one accounting run: per (zone, resource) amounts, and the findings.
+
+Shared by the CPU, memory and device rules (:mod:`rte.agent.cpu_accounting`,
+:mod:`rte.agent.memory_accounting`, :mod:`rte.agent.device_accounting`); the entry point and the
+rules' overview are in :mod:`rte.agent.accounting`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rte.model.quantity import Amount, QuantityFormat, format_quantity
+from rte.model.topology import ResourceInfo, zone_name
+
+CPU = "cpu"
+MEMORY = "memory"
+HUGEPAGES_PREFIX = "hugepages-"
+
+INCONSISTENT_KINDS = frozenset(
+    {
+        "memory_on_unknown_numa",
+        "memory_without_topology",
+        "duplicate_pod",
+        "cpu_assigned_twice",
+        "device_assigned_twice",
+        "empty_name",
+    }
+)
+"""Finding kinds that mean the kubelet's data contradicts itself or the machine (not merely that
+it is unusual). A computation with one of them is *inconsistent*: it charges the worst case, its
+numbers are kept at or below the last consistent computation's (:mod:`rte.agent.compute`), and
+the agent reports it through :attr:`rte.agent.compute.Computed.consistent`."""
+
+
+def hugepages_resource(page_size_bytes: int) -> str:
+    """The kubelet's resource name for a hugepage size (2 MiB -> ``hugepages-2Mi``)."""
+    return HUGEPAGES_PREFIX + format_quantity(page_size_bytes, QuantityFormat.BINARY_SI)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something inconsistent in the inputs, handled by a documented rule. ``kind`` is a metric label."""
+
+    kind: str
+    detail: str
+
+    @property
+    def inconsistent(self) -> bool:
+        """The kubelet's data contradicts itself (see :data:`INCONSISTENT_KINDS`)."""
+        return self.kind in INCONSISTENT_KINDS
+
+
+@dataclass
+class Amounts:
+    """One resource of one zone while an accounting runs."""
+
+    capacity: Amount = 0
+    allocatable: Amount = 0
+    used: Amount = 0
+
+
+class Ledger:
+    """Mutable per-(zone, resource) amounts while one accounting runs."""
+
+    def __init__(self, zone_ids: Iterable[int]) -> None:
+        self.zones: dict[int, dict[str, Amounts]] = {z: {} for z in zone_ids}
+        self.findings: list[Finding] = []
+
+    def at(self, zone: int, resource: str) -> Amounts:
+        return self.zones[zone].setdefault(resource, Amounts())
+
+    def note(self, kind: str, detail: str) -> None:
+        self.findings.append(Finding(kind, detail))
+
+    def known(self, numa_ids: Sequence[int], what: str) -> list[int]:
+        """The ids among ``numa_ids`` that are zones of this machine; each other id is a finding."""
+        known = [n for n in numa_ids if n in self.zones]
+        for n in numa_ids:
+            if n not in self.zones:
+                self.note("unknown_numa_id", f"{what} names NUMA node {n}, which this machine does not have")
+        return known
+
+    def resources(self, zone: int) -> tuple[ResourceInfo, ...]:
+        """The zone's resources; allocatable above capacity raises capacity, available stops at 0."""
+        out = []
+        where = zone_name(zone)
+        for name, amounts in sorted(self.zones[zone].items()):
+            capacity, allocatable = amounts.capacity, amounts.allocatable
+            if allocatable > capacity:
+                self.note("allocatable_above_capacity", f"{where} {name}: {allocatable} > {capacity}")
+                capacity = allocatable
+            available = allocatable - amounts.used
+            if available < 0:
+                self.note("negative_available", f"{where} {name}: {allocatable} - {amounts.used} < 0")
+                available = 0
+            out.append(ResourceInfo(name, capacity, allocatable, available))
+        return tuple(out)
