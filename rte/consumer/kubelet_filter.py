@@ -1,0 +1,180 @@
+"""Filter by the kubelet's rules: the admission model (:mod:`rte.model.admission`) over an NRT.
+
+The node the model reads is built once per view from the NRT's zones (capacity, allocatable,
+available) and node attributes (:attr:`~rte.consumer.numaview.NumaView.facts`); the pod's units
+come from the prepared pod (:func:`~rte.consumer.requests.kubelet_units`).
+
+**The fast path.** Most pods are one unit (one container and no init container, or pod scope with
+one container) and most nodes run ``single-numa-node`` or ``restricted``. There the general model
+reduces to a single-zone fit test, answered by the view's bisection tables:
+
+* ``single-numa-node`` keeps only single-zone preferred hints. Every zone whose *available*
+  amount holds a resource's request is hinted for it (free >= request), and preferred, because
+  its capacity or allocatable holds the request too (the node is read with capacity >=
+  allocatable >= available), so ``minAffinitySize`` is 1. A preferred merged hint needs one mask
+  shared by every hinted resource: a zone that holds all of them. The narrowest and lowest such
+  mask is the lowest such zone. No zone: no permutation survives, the pod is refused.
+* ``restricted`` admits only a preferred merged hint. If some zone holds every hinted resource,
+  every resource has ``minAffinitySize`` 1 and that zone is a preferred merged hint; the best one
+  is again the lowest such zone (without ``prefer-closest-numa-nodes``, whose distance order the
+  fast path does not apply). If no zone does, the general model decides (a wider preferred mask
+  may exist).
+* After the merge the single unit is allocated: the only check left that can fail is
+  ``full-pcpus-only``'s SMT check, applied here as well; a zone that holds the request leaves
+  the memory manager no reason to extend the mask, and no earlier unit left reusable resources.
+
+The memory manager's groups forbid some single-zone masks, so a node that publishes groups takes
+the general path, as does every refusal (for its exact reason). The property test
+``tests/consumer/test_kubelet_filter.py`` checks the fast path against the general model.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Collection
+
+from rte.consumer.numaview import NumaView, Thresholds
+from rte.consumer.requests import PreparedPod, kubelet_units
+from rte.consumer.verdict import FilterCode, FilterResult
+from rte.model.admission.admit import Admission, UnitAdmission, admit_pod
+from rte.model.admission.masks import popcount, to_ids
+from rte.model.admission.node import NodeResources, node_resources
+from rte.model.admission.reasons import smt_reason
+from rte.model.admission.units import AdmissionUnit
+from rte.model.topology_manager import POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
+
+_NODE_KEY = "admission-node"
+
+
+def node_of(view: NumaView) -> NodeResources:
+    """The admission model's node for ``view``, built on first use."""
+    node = view.local.get(_NODE_KEY)
+    if node is None:
+        zones = []
+        for i, numa_id in enumerate(view.ids):
+            available = view.zone_available[i]
+            capacity = view.zone_capacity[i] if view.zone_capacity else available
+            allocatable = view.zone_allocatable[i] if view.zone_allocatable else available
+            zones.append(
+                (
+                    numa_id,
+                    {r: (capacity.get(r, a), allocatable.get(r, a), a) for r, a in available.items()},
+                )
+            )
+        distances = {
+            view.ids[i]: {view.ids[j]: d for j, d in enumerate(row)} for i, row in enumerate(view.distances)
+        }
+        node = view.local[_NODE_KEY] = node_resources(zones, view.facts, distances)
+    return node  # type: ignore[return-value]
+
+
+def _not_allocatable(prep: PreparedPod, allocatable: Collection[str]) -> str | None:
+    for req in prep.init + prep.app:
+        for item in req.nonzero:
+            if not item.always_allocatable and item.name not in allocatable:
+                return f"{item.name} is not allocatable on the node"
+    return None
+
+
+def kubelet_filter(prep: PreparedPod, view: NumaView, allocatable: Collection[str] | None) -> FilterResult:
+    """Filter ``prep`` on ``view`` by the kubelet's admission rules."""
+    if allocatable is not None:
+        missing = _not_allocatable(prep, allocatable)
+        if missing:
+            return FilterResult(FilterCode.UNSCHEDULABLE, missing)
+    return admitted_on(prep, view)
+
+
+def admitted_on(prep: PreparedPod, view: NumaView) -> FilterResult:
+    """The kubelet's verdict on ``view`` (the node-allocatable check aside), memoised per view on
+    the pod so that Score reads what Filter found."""
+    key = ("kubelet-verdict", id(view))
+    cached = prep.memo.get(key)
+    if cached is not None and cached[0] is view:  # type: ignore[index]
+        return cached[1]  # type: ignore[index, no-any-return]
+    facts = view.facts
+    units = kubelet_units(prep, facts)
+    result = None
+    if len(units) == 1 and (facts.policy == POLICY_SINGLE_NUMA_NODE or facts.policy == POLICY_RESTRICTED):
+        result = _single_unit(prep, view, units[0])
+    if result is None:
+        result = result_of(admit_pod(node_of(view), units), view)
+    prep.memo[key] = (view, result)
+    return result
+
+
+def result_of(admission: Admission, view: NumaView) -> FilterResult:
+    """The FilterResult of a model verdict."""
+    if not admission.admitted:
+        return FilterResult(FilterCode.UNSCHEDULABLE, admission.reason, admission=admission)
+    placements = tuple(
+        (u.name, u.numa_ids[0] if u.aligned and u.numa_ids and len(u.numa_ids) == 1 else None)
+        for u in admission.units
+    )
+    zones = {u.mask for u in admission.units if u.aligned}
+    numa_id = None
+    if len(zones) == 1:
+        (mask,) = zones
+        if mask is not None and popcount(mask) == 1:
+            numa_id = view.ids[mask.bit_length() - 1]
+    return FilterResult(FilterCode.SUCCESS, admission.reason, numa_id, placements, admission)
+
+
+def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> FilterResult | None:
+    """The fast path (see the module docstring); None where the general model must decide."""
+    facts = view.facts
+    if unit.shared_pool_error or facts.memory_groups or len(unit.parts) > 1:
+        return None
+    if facts.policy == POLICY_RESTRICTED and facts.prefer_closest_numa:
+        return None
+    thresholds = view.thresholds
+    fit = (1 << len(view.ids)) - 1
+    hinted = False
+    if unit.cpus:
+        hinted = True
+        fit &= _holding(thresholds.get("cpu"), unit.cpus)
+    for memory_type, amount in unit.memory.items():
+        hinted = True
+        if amount:
+            fit &= _holding(thresholds.get(memory_type), amount)
+    for resource, amount in unit.devices.items():
+        if resource not in view.resource_names and resource not in facts.unknown_numa_devices:
+            continue  # no topology: no hint
+        hinted = True
+        if amount:
+            fit &= _holding(thresholds.get(resource), amount)
+    if not hinted:
+        return None
+    if not fit:
+        return None  # refused, or wider masks to try: the general model says which, and why
+    if unit.cpus and facts.smt_checkable:
+        assert facts.threads_per_core is not None
+        if smt_reason(unit.cpus, facts.threads_per_core, facts.available_physical_cpus, unit, False):
+            return None
+    position = (fit & -fit).bit_length() - 1
+    return _success(prep, view, unit, position)
+
+
+def _holding(table: Thresholds | None, amount: int) -> int:
+    """The zones (positions) whose available amount is at least ``amount``."""
+    if table is None:
+        return 0
+    values, masks = table
+    return masks[bisect_left(values, amount)]
+
+
+def _success(prep: PreparedPod, view: NumaView, unit: AdmissionUnit, position: int) -> FilterResult:
+    numa_id = view.ids[position]
+    key = ("kubelet-fits", unit.name, numa_id, len(view.ids), position)
+    cached = prep.memo.get(key)
+    if isinstance(cached, FilterResult):
+        return cached
+    mask = 1 << position
+    admitted = UnitAdmission(unit.name, unit.kind, mask, to_ids(mask, view.ids), True, True)
+    reason = f"fits NUMA zone {numa_id}"
+    placements = ((unit.name, numa_id),)
+    result = FilterResult(
+        FilterCode.SUCCESS, reason, numa_id, placements, Admission(True, reason, "", (admitted,))
+    )
+    prep.memo[key] = result
+    return result
