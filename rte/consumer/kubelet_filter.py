@@ -107,15 +107,16 @@ def result_of(admission: Admission, view: NumaView) -> FilterResult:
     """The FilterResult of a model verdict."""
     if not admission.admitted:
         return FilterResult(FilterCode.UNSCHEDULABLE, admission.reason, admission=admission)
+    masks = admission.unit_masks((1 << len(view.ids)) - 1)
     placements = tuple(
-        (u.name, u.numa_ids[0] if u.aligned and u.numa_ids and len(u.numa_ids) == 1 else None)
-        for u in admission.units
+        (u.name, view.ids[m.bit_length() - 1] if m is not None and popcount(m) == 1 else None)
+        for u, m in zip(admission.units, masks, strict=True)
     )
-    zones = {u.mask for u in admission.units if u.aligned}
+    zones = {m for m in masks if m is not None}
     numa_id = None
     if len(zones) == 1:
         (mask,) = zones
-        if mask is not None and popcount(mask) == 1:
+        if popcount(mask) == 1:
             numa_id = view.ids[mask.bit_length() - 1]
     return FilterResult(FilterCode.SUCCESS, admission.reason, numa_id, placements, admission)
 
@@ -169,8 +170,11 @@ def _success(prep: PreparedPod, view: NumaView, unit: AdmissionUnit, position: i
     cached = prep.memo.get(key)
     if isinstance(cached, FilterResult):
         return cached
-    mask = 1 << position
-    admitted = UnitAdmission(unit.name, unit.kind, mask, to_ids(mask, view.ids), True, True)
+    mask: int | None = 1 << position
+    if len(view.ids) == 1 and view.facts.policy == POLICY_SINGLE_NUMA_NODE:
+        mask = None  # the whole machine: single-numa-node drops the mask (policy_single_numa_node.go)
+    ids = None if mask is None else to_ids(mask, view.ids)
+    admitted = UnitAdmission(unit.name, unit.kind, mask, ids, True, True)
     reason = f"fits NUMA zone {numa_id}"
     placements = ((unit.name, numa_id),)
     result = FilterResult(

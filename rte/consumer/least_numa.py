@@ -284,7 +284,8 @@ def kubelet_least_numa_score(result: FilterResult, view: NumaView) -> int:
     unit was admitted with (the widest counts), and the bonus goes to a pod whose every mask has
     the minimum average distance among the masks of its width."""
     admission = result.admission
-    masks = [u.mask for u in admission.units if u.aligned and u.mask is not None] if admission else []
+    every = (1 << len(view.ids)) - 1
+    masks = [m for m in admission.unit_masks(every) if m is not None] if admission else []
     if not masks:
         return MAX_SCORE
     widest = max(m.bit_count() for m in masks)

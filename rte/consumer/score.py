@@ -354,7 +354,7 @@ class Scorer:
         if tm.policy == POLICY_NONE:
             return MIN_SCORE
         admission = admitted_on(prep, view).admission
-        masks = [u.mask if u.aligned else None for u in admission.units] if admission else []
+        masks = admission.unit_masks((1 << len(view.ids)) - 1) if admission else []
         if tm.pod_scope:
             if self._pod is None:
                 return MAX_SCORE

@@ -68,6 +68,11 @@ class Admission:
     units: tuple[UnitAdmission, ...] = ()
     """The units admitted, in order (all of them when the pod is admitted)."""
 
+    def unit_masks(self, every: int) -> list[int | None]:
+        """Each unit's zones: its merged mask, ``every`` (all zones) where the merge ended with no
+        affinity (single-numa-node on a one-zone node), None where the unit aligned nothing."""
+        return [(every if u.mask is None else u.mask) if u.aligned else None for u in self.units]
+
 
 _COUNT_ALLOCATOR = CountAllocator()
 
@@ -134,7 +139,8 @@ def admit_pod(
                 return Admission(False, failure, error, tuple(done))
         ids = None if merged.mask is None else to_ids(merged.mask, node.ids)
         done.append(UnitAdmission(unit.name, unit.kind, merged.mask, ids, merged.preferred, bool(hints)))
-    masks = {u.name: (u.mask if u.aligned else None) for u in done}
+    admitted = Admission(True, "", "", tuple(done))
+    masks = dict(zip((u.name for u in done), admitted.unit_masks(node.all_zones), strict=True))
     pod_scope = bool(units) and units[0].kind == KIND_POD
     return Admission(True, success_reason(masks, node.ids, pod_scope), "", tuple(done))
 

@@ -76,6 +76,17 @@ def _charge(working: Working, row: list[int], amount: int, zones: int, everywher
     return charged
 
 
+def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: list[int]) -> int:
+    """How much of ``amount`` comes from the pod's reusable pool. The managers take what lies in
+    the mask first: reusable CPUs or devices in it (all of them, when the hint held them), then
+    free ones in it, and only then what lies outside (a ``best-effort`` hint narrower than the
+    reusable pool)."""
+    if reuse_zones & ~zones == 0:
+        return min(amount, reuse)
+    outside = max(amount - sum_over(free, zones), 0)
+    return min(outside, reuse)
+
+
 class CountAllocator:
     """Allocation over per-zone counts (see the module docstring)."""
 
@@ -91,9 +102,9 @@ class CountAllocator:
     def _cpus(working: Working, unit: AdmissionUnit, mask: int | None) -> None:
         cpu_zones = working.node.cpu_zones
         reuse_zones, reuse = working.cpu_reuse
-        from_reuse = min(unit.cpus, reuse)
-        from_free = unit.cpus - from_reuse
         zones = cpu_zones if mask is None else mask & cpu_zones
+        from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
+        from_free = unit.cpus - from_reuse
         charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
         working.cpu_free_total -= from_free
         if working.physical_free is not None:
@@ -134,9 +145,10 @@ class CountAllocator:
     def _devices(working: Working, unit: AdmissionUnit, resource: str, count: int, mask: int | None) -> None:
         every = working.node.all_zones
         reuse_zones, reuse = working.dev_reuse.get(resource, (0, 0))
-        from_reuse = min(count, reuse)
-        from_free = count - from_reuse
         row = working.dev_free.get(resource)
+        zones = every if mask is None else mask
+        from_reuse = _from_reuse(count, reuse, reuse_zones, zones, row or [0] * len(working.node.ids))
+        from_free = count - from_reuse
         charged = 0
         if row is not None:
             in_zones = working.dev_free_total[resource]

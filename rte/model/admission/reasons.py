@@ -89,11 +89,14 @@ def _widths(aligned: Sequence[ResourceHints]) -> str:
         if len(names) == 1:
             return f"{names[0]} wants {width} zone{'' if width == 1 else 's'}"
         return f"{listing(names)} each want {width} zone{'' if width == 1 else 's'}, no such set holds all"
-    parts = []
-    for i, h in enumerate(aligned):
-        unit = " zone" if h.min_affinity == 1 else " zones"
-        parts.append(f"{h.resource} wants {h.min_affinity}{unit if i == 0 else ''}")
-    return ", ".join(parts)
+    first, *rest = aligned
+    zones = "zone" if first.min_affinity == 1 else "zones"
+    return ", ".join(
+        [
+            f"{first.resource} wants {first.min_affinity} {zones}",
+            *(f"{h.resource} {h.min_affinity}" for h in rest),
+        ]
+    )
 
 
 def smt_reason(cpus: int, threads: int, physical: int | None, unit: AdmissionUnit, named: bool) -> str | None:
