@@ -24,9 +24,11 @@ _NOUNS = {KIND_INIT: "init container", KIND_SIDECAR: "sidecar container", KIND_A
 
 
 def amount_text(resource: str, amount: int) -> str:
-    """``cpu=8``, ``memory=16Gi``, ``vendor.com/nic=2``."""
+    """``cpu=8``, ``memory=16Gi``, ``memory=10G``, ``vendor.com/nic=2``."""
     if is_memory_type(resource):
-        return f"{resource}={format_quantity(amount, QuantityFormat.BINARY_SI)}"
+        # Whole MiB were most likely written in binary units (16Gi), anything else in decimal (10G).
+        style = QuantityFormat.BINARY_SI if amount % (1 << 20) == 0 else QuantityFormat.DECIMAL_SI
+        return f"{resource}={format_quantity(amount, style)}"
     return f"{resource}={amount}"
 
 
