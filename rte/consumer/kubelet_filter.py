@@ -22,10 +22,15 @@ reduces to a single-zone fit test, answered by the view's bisection tables:
 * After the merge the single unit is allocated: the only check left that can fail is
   ``full-pcpus-only``'s SMT check, applied here as well; a zone that holds the request leaves
   the memory manager no reason to extend the mask, and no earlier unit left reusable resources.
+* A ``single-numa-node`` refusal names what the general model names: the hinted resources no
+  single zone holds, or all of them when each fits somewhere but never together. When memory
+  fits no single zone, the memory manager may still have wider masks (or none at all, which the
+  Topology Manager reads as "no preference"): the general model decides that case.
 
 The memory manager's groups forbid some single-zone masks, so a node that publishes groups takes
-the general path, as does every refusal (for its exact reason). The property test
-``tests/consumer/test_kubelet_filter.py`` checks the fast path against the general model.
+the general path, as do refusals under ``restricted`` (for the best merged hint they name). The
+property test ``tests/consumer/test_kubelet_filter.py`` checks the fast path against the general
+model.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from rte.consumer.verdict import FilterCode, FilterResult
 from rte.model.admission.admit import Admission, UnitAdmission, admit_pod
 from rte.model.admission.masks import popcount, to_ids
 from rte.model.admission.node import NodeResources, node_resources
-from rte.model.admission.reasons import smt_reason
+from rte.model.admission.reasons import TOPOLOGY_AFFINITY_ERROR, amount_text, listing, smt_reason
 from rte.model.admission.units import AdmissionUnit
 from rte.model.topology_manager import POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
 
@@ -129,31 +134,44 @@ def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> Filt
     if facts.policy == POLICY_RESTRICTED and facts.prefer_closest_numa:
         return None
     thresholds = view.thresholds
-    fit = (1 << len(view.ids)) - 1
-    hinted = False
+    every = (1 << len(view.ids)) - 1
+    fit = every
+    hinted: list[tuple[str, int, int]] = []  # (resource, amount, zones holding it alone)
     if unit.cpus:
-        hinted = True
-        fit &= _holding(thresholds.get("cpu"), unit.cpus)
-    for memory_type, amount in unit.memory.items():
-        hinted = True
-        if amount:
-            fit &= _holding(thresholds.get(memory_type), amount)
-    for resource, amount in unit.devices.items():
+        hinted.append(("cpu", unit.cpus, _holding(thresholds.get("cpu"), unit.cpus)))
+    memory = every
+    for memory_type, amount in sorted(unit.memory.items()):
+        memory &= _holding(thresholds.get(memory_type), amount) if amount else every
+    hinted += [(t, q, memory) for t, q in sorted(unit.memory.items())]  # one mask for all types
+    for resource, amount in sorted(unit.devices.items()):
         if resource not in view.resource_names and resource not in facts.unknown_numa_devices:
             continue  # no topology: no hint
-        hinted = True
-        if amount:
-            fit &= _holding(thresholds.get(resource), amount)
+        hinted.append((resource, amount, _holding(thresholds.get(resource), amount) if amount else every))
     if not hinted:
         return None
+    for _, _, zones in hinted:
+        fit &= zones
     if not fit:
-        return None  # refused, or wider masks to try: the general model says which, and why
+        if facts.policy == POLICY_SINGLE_NUMA_NODE and (memory or not unit.memory):
+            return _refused(hinted)
+        return None  # wider masks to try, or memory no single zone holds: the general model decides
     if unit.cpus and facts.smt_checkable:
         assert facts.threads_per_core is not None
         if smt_reason(unit.cpus, facts.threads_per_core, facts.available_physical_cpus, unit, False):
             return None
     position = (fit & -fit).bit_length() - 1
     return _success(prep, view, unit, position)
+
+
+def _refused(hinted: list[tuple[str, int, int]]) -> FilterResult:
+    """``single-numa-node`` refusing one unit: the resources no single zone holds are named (all
+    of them when each fits somewhere, but never together), as the general model names them."""
+    alone = [(r, q) for r, q, zones in hinted if not zones] or [(r, q) for r, q, _ in hinted]
+    what = listing([amount_text(r, q) for r, q in alone])
+    reason = f"{POLICY_SINGLE_NUMA_NODE}: no single NUMA zone holds {what}"
+    return FilterResult(
+        FilterCode.UNSCHEDULABLE, reason, admission=Admission(False, reason, TOPOLOGY_AFFINITY_ERROR)
+    )
 
 
 def _holding(table: Thresholds | None, amount: int) -> int:

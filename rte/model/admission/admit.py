@@ -39,7 +39,7 @@ from rte.model.admission.reasons import (
     unit_label,
 )
 from rte.model.admission.units import KIND_POD, AdmissionUnit
-from rte.model.topology_manager import POLICY_NONE
+from rte.model.topology_manager import POLICY_NONE, POLICY_SINGLE_NUMA_NODE
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +77,16 @@ class Admission:
 _COUNT_ALLOCATOR = CountAllocator()
 
 
-def unit_hints(working: Working, unit: AdmissionUnit) -> list[ResourceHints]:
-    """Every provider's hints for ``unit``; resources without preference are left out."""
+def unit_hints(working: Working, unit: AdmissionUnit, *, single_only: bool = False) -> list[ResourceHints]:
+    """Every provider's hints for ``unit``; resources without preference are left out.
+    ``single_only``: only the single-zone hints, all ``single-numa-node`` keeps of them."""
     out: list[ResourceHints] = []
     if unit.cpus:
-        out.append(cpu_hints(working, unit.cpus))
-    memory = memory_hints(working, unit.memory)
+        out.append(cpu_hints(working, unit.cpus, single_only=single_only))
+    memory = memory_hints(working, unit.memory, single_only=single_only)
     if memory:
         out.extend(memory)
-    out.extend(device_hints(working, r, q) for r, q in sorted(unit.devices.items()))
+    out.extend(device_hints(working, r, q, single_only=single_only) for r, q in sorted(unit.devices.items()))
     return [h for h in out if h.kind != ANY]
 
 
@@ -119,7 +120,7 @@ def admit_pod(
         if unit.shared_pool_error:
             reason = f"{TOPOLOGY_AFFINITY_ERROR}: {unit.shared_pool_error}"
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR)
-        hints = unit_hints(working, unit)
+        hints = unit_hints(working, unit, single_only=facts.policy == POLICY_SINGLE_NUMA_NODE)
         merged = merge_hints(
             hints,
             facts.policy,
@@ -201,6 +202,22 @@ def memory_block_mask(
     (``mask``, ``preferred``); or the reason it cannot."""
     if not request:
         return None, ""
+    if mask is not None and _holds(working, request, mask):
+        pass  # the merged mask holds the request: no default or extended hint to look for
+    else:
+        mask, failure = _wider_memory_mask(working, request, mask, preferred)
+        if mask is None:
+            return None, failure
+    if _violates_groups(working, mask):
+        return None, "the mask breaks a multi-NUMA memory group"
+    return mask, ""
+
+
+def _wider_memory_mask(
+    working: Working, request: Mapping[str, int], mask: int | None, preferred: bool
+) -> tuple[int | None, str]:
+    """The memory manager's default hint (``mask`` None) or the extension of a merged mask that
+    does not hold the request (``getDefaultHint``, ``extendTopologyManagerHint``)."""
     hints = memory_hints(working, request)
     masks = hints[0].masks if hints else ()
     best_preferred = hints[0].preferred if hints else frozenset()
@@ -220,8 +237,6 @@ def memory_block_mask(
         if preferred and extended not in best_preferred:
             return None, f"no preferred NUMA zone set containing the merged hint has {what} free"
         mask = extended
-    if _violates_groups(working, mask):
-        return None, "the mask breaks a multi-NUMA memory group"
     return mask, ""
 
 

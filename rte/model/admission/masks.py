@@ -9,8 +9,9 @@ holds unchanged. Masks are turned back into ids only to be shown or returned.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 MAX_ENUMERATED_ZONES = 16
 """The most zones whose every combination the model enumerates (65535 masks). The kubelet refuses
@@ -36,13 +37,16 @@ def lowest(mask: int) -> int:
     return (mask & -mask).bit_length() - 1
 
 
-def every_mask(zones: int) -> Iterator[int]:
-    """Every non-empty mask over the positions set in ``zones``, in the kubelet's order
-    (``bitmask.IterateBitMasks``: by size, then lexicographically by position)."""
+@functools.lru_cache(maxsize=1024)
+def every_mask(zones: int) -> tuple[tuple[int, int], ...]:
+    """(mask, size) of every non-empty mask over the positions set in ``zones``, in the kubelet's
+    order (``bitmask.IterateBitMasks``: by size, then lexicographically by position)."""
     bits = positions(zones)
-    for size in range(1, len(bits) + 1):
-        for combo in itertools.combinations(bits, size):
-            yield sum(1 << b for b in combo)
+    return tuple(
+        (sum(1 << b for b in combo), size)
+        for size in range(1, len(bits) + 1)
+        for combo in itertools.combinations(bits, size)
+    )
 
 
 def is_narrower(a: int, b: int) -> bool:

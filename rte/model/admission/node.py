@@ -13,8 +13,9 @@ it, and the next unit is hinted against what is left, as the kubelet does.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rte.model.exclusive import is_native_resource
@@ -86,6 +87,15 @@ class NodeResources:
     facts: NodeFacts = field(default_factory=NodeFacts)
     distances: tuple[Row, ...] = ()
     """``distances[i][j]``: distance from zone ``i`` to zone ``j`` (positions)."""
+    tables: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Sums over every mask of the rows that never change (capacity, allocatable), on first use."""
+
+    def static_sums(self, key: str, row: Sequence[int], zones: int) -> list[int]:
+        """:func:`mask_sums` of a row that does not change during admission, memoised."""
+        sums = self.tables.get((key, zones))
+        if sums is None:
+            sums = self.tables[(key, zones)] = mask_sums(row, zones)
+        return sums  # type: ignore[return-value]
 
     @property
     def all_zones(self) -> int:
@@ -242,25 +252,23 @@ def sum_over(row: Sequence[int], mask: int) -> int:
     return total
 
 
-def mask_sums(row: Sequence[int], zones: int) -> dict[int, int]:
-    """The sum of ``row`` over every non-empty sub-mask of ``zones``, by subset recurrence."""
-    sums: dict[int, int] = {0: 0}
-    for mask in _submasks_ascending(zones):
-        low = mask & -mask
-        sums[mask] = sums[mask ^ low] + row[low.bit_length() - 1]
-    del sums[0]
+def mask_sums(row: Sequence[int], zones: int) -> list[int]:
+    """The sum of ``row`` over every sub-mask of ``zones``, indexed by the mask."""
+    sums = [0] * (zones + 1)
+    for mask, rest, position in _subset_steps(zones):
+        sums[mask] = sums[rest] + row[position]
     return sums
 
 
-def _submasks_ascending(zones: int) -> Iterable[int]:
-    """Every non-empty sub-mask of ``zones`` in ascending value (so each one's parts come first)."""
-    return sorted(m for m in _submasks(zones) if m)
-
-
-def _submasks(zones: int) -> Iterable[int]:
+@functools.lru_cache(maxsize=1024)
+def _subset_steps(zones: int) -> tuple[tuple[int, int, int], ...]:
+    """For every non-empty sub-mask of ``zones`` in ascending value: (mask, the mask without its
+    lowest zone, that zone), so that each one's sum builds on a sum already known."""
+    steps = []
     sub = zones
-    while True:
-        yield sub
-        if sub == 0:
-            return
+    while sub:
+        low = sub & -sub
+        steps.append((sub, sub ^ low, low.bit_length() - 1))
         sub = (sub - 1) & zones
+    steps.reverse()
+    return tuple(steps)
