@@ -39,7 +39,7 @@ from bisect import bisect_left
 from collections.abc import Collection
 
 from rte.consumer.numaview import NumaView, Thresholds
-from rte.consumer.requests import PreparedPod, kubelet_units
+from rte.consumer.requests import PreparedPod, kubelet_units, units_key
 from rte.consumer.verdict import FilterCode, FilterResult
 from rte.model.admission.admit import Admission, UnitAdmission, admit_pod
 from rte.model.admission.masks import popcount, to_ids
@@ -74,10 +74,14 @@ def node_of(view: NumaView) -> NodeResources:
 
 
 def _not_allocatable(prep: PreparedPod, allocatable: Collection[str]) -> str | None:
-    for req in prep.init + prep.app:
-        for item in req.nonzero:
-            if not item.always_allocatable and item.name not in allocatable:
-                return f"{item.name} is not allocatable on the node"
+    names = prep.memo.get("checked-allocatable")
+    if names is None:
+        names = prep.memo["checked-allocatable"] = tuple(
+            dict.fromkeys(i.name for r in prep.init + prep.app for i in r.nonzero if not i.always_allocatable)
+        )
+    for name in names:  # type: ignore[attr-defined]
+        if name not in allocatable:
+            return f"{name} is not allocatable on the node"
     return None
 
 
@@ -93,18 +97,20 @@ def kubelet_filter(prep: PreparedPod, view: NumaView, allocatable: Collection[st
 def admitted_on(prep: PreparedPod, view: NumaView) -> FilterResult:
     """The kubelet's verdict on ``view`` (the node-allocatable check aside), memoised per view on
     the pod so that Score reads what Filter found."""
-    key = ("kubelet-verdict", id(view))
-    cached = prep.memo.get(key)
-    if cached is not None and cached[0] is view:  # type: ignore[index]
-        return cached[1]  # type: ignore[index, no-any-return]
+    cached = prep.memo.get(view)  # views hash by identity
+    if cached is not None:
+        return cached  # type: ignore[return-value]
     facts = view.facts
-    units = kubelet_units(prep, facts)
+    key = view.local.get("units-key")
+    if key is None:
+        key = view.local["units-key"] = units_key(facts)
+    units = kubelet_units(prep, facts, key)  # type: ignore[arg-type]
     result = None
     if len(units) == 1 and (facts.policy == POLICY_SINGLE_NUMA_NODE or facts.policy == POLICY_RESTRICTED):
         result = _single_unit(prep, view, units[0])
     if result is None:
         result = result_of(admit_pod(node_of(view), units), view)
-    prep.memo[key] = (view, result)
+    prep.memo[view] = result
     return result
 
 
@@ -126,6 +132,19 @@ def result_of(admission: Admission, view: NumaView) -> FilterResult:
     return FilterResult(FilterCode.SUCCESS, admission.reason, numa_id, placements, admission)
 
 
+_Plan = tuple[int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
+"""(CPUs, memory (type, amount) sorted, devices (resource, amount) sorted) of a one-unit pod."""
+
+
+def _plan(prep: PreparedPod, unit: AdmissionUnit) -> _Plan:
+    key = ("fast-plan", id(unit))  # the units are memoised on the pod, so their ids are stable
+    plan = prep.memo.get(key)
+    if plan is None:
+        memory, devices = tuple(sorted(unit.memory.items())), tuple(sorted(unit.devices.items()))
+        plan = prep.memo[key] = (unit.cpus, memory, devices)
+    return plan  # type: ignore[return-value]
+
+
 def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> FilterResult | None:
     """The fast path (see the module docstring); None where the general model must decide."""
     facts = view.facts
@@ -133,34 +152,55 @@ def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> Filt
         return None
     if facts.policy == POLICY_RESTRICTED and facts.prefer_closest_numa:
         return None
+    cpus, memory_items, device_items = _plan(prep, unit)
     thresholds = view.thresholds
     every = (1 << len(view.ids)) - 1
     fit = every
-    hinted: list[tuple[str, int, int]] = []  # (resource, amount, zones holding it alone)
-    if unit.cpus:
-        hinted.append(("cpu", unit.cpus, _holding(thresholds.get("cpu"), unit.cpus)))
+    hinted = bool(cpus or memory_items)
+    if cpus:
+        fit &= _holding(thresholds.get("cpu"), cpus)
     memory = every
-    for memory_type, amount in sorted(unit.memory.items()):
-        memory &= _holding(thresholds.get(memory_type), amount) if amount else every
-    hinted += [(t, q, memory) for t, q in sorted(unit.memory.items())]  # one mask for all types
-    for resource, amount in sorted(unit.devices.items()):
+    for memory_type, amount in memory_items:
+        if amount:
+            memory &= _holding(thresholds.get(memory_type), amount)
+    fit &= memory
+    for resource, amount in device_items:
         if resource not in view.resource_names and resource not in facts.unknown_numa_devices:
             continue  # no topology: no hint
-        hinted.append((resource, amount, _holding(thresholds.get(resource), amount) if amount else every))
+        hinted = True
+        if amount:
+            fit &= _holding(thresholds.get(resource), amount)
     if not hinted:
         return None
-    for _, _, zones in hinted:
-        fit &= zones
     if not fit:
-        if facts.policy == POLICY_SINGLE_NUMA_NODE and (memory or not unit.memory):
-            return _refused(hinted)
+        if facts.policy == POLICY_SINGLE_NUMA_NODE and (memory or not memory_items):
+            return _refused(_zones_per_resource(view, cpus, memory_items, memory, device_items))
         return None  # wider masks to try, or memory no single zone holds: the general model decides
-    if unit.cpus and facts.smt_checkable:
+    if cpus and facts.smt_checkable:
         assert facts.threads_per_core is not None
-        if smt_reason(unit.cpus, facts.threads_per_core, facts.available_physical_cpus, unit, False):
+        if smt_reason(cpus, facts.threads_per_core, facts.available_physical_cpus, unit, False):
             return None
     position = (fit & -fit).bit_length() - 1
     return _success(prep, view, unit, position)
+
+
+def _zones_per_resource(
+    view: NumaView,
+    cpus: int,
+    memory_items: tuple[tuple[str, int], ...],
+    memory: int,
+    device_items: tuple[tuple[str, int], ...],
+) -> list[tuple[str, int, int]]:
+    """(resource, amount, zones holding it alone) of every hinted resource, in the order the
+    general model lists them (cpu, memory types, devices)."""
+    every = (1 << len(view.ids)) - 1
+    out = [("cpu", cpus, _holding(view.thresholds.get("cpu"), cpus))] if cpus else []
+    out += [(t, q, memory) for t, q in memory_items]  # one mask for all memory types
+    for resource, amount in device_items:
+        if resource in view.resource_names or resource in view.facts.unknown_numa_devices:
+            zones = _holding(view.thresholds.get(resource), amount) if amount else every
+            out.append((resource, amount, zones))
+    return out
 
 
 def _refused(hinted: list[tuple[str, int, int]]) -> FilterResult:

@@ -141,10 +141,9 @@ def prepare_pod(pod: Pod, *, compat: Compat = Compat.KUBELET) -> PreparedPod:
     )
 
 
-def kubelet_units(prep: PreparedPod, facts: NodeFacts) -> tuple[AdmissionUnit, ...]:
-    """The kubelet's admission units of the pod on a node with ``facts``, memoised on the pod:
-    they depend only on the facts that decide what each manager is asked for."""
-    key = (
+def units_key(facts: NodeFacts) -> tuple[object, ...]:
+    """What of ``facts`` decides the units of a pod."""
+    return (
         "units",
         facts.scope,
         facts.policy == POLICY_NONE,
@@ -153,6 +152,15 @@ def kubelet_units(prep: PreparedPod, facts: NodeFacts) -> tuple[AdmissionUnit, .
         facts.pod_level_resources,
         facts.pod_level_resource_managers,
     )
+
+
+def kubelet_units(
+    prep: PreparedPod, facts: NodeFacts, key: tuple[object, ...] | None = None
+) -> tuple[AdmissionUnit, ...]:
+    """The kubelet's admission units of the pod on a node with ``facts``, memoised on the pod:
+    they depend only on the facts that decide what each manager is asked for (``key``, which
+    the caller may have memoised: :func:`units_key`)."""
+    key = key or units_key(facts)
     units = prep.memo.get(key)
     if units is None:
         units = prep.memo[key] = pod_admission_units(prep.pod, facts)

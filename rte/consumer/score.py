@@ -248,6 +248,8 @@ SCORE_FUNCTIONS: Mapping[str, tuple[ZoneScore, bool] | None] = {
 def pooled_score(weighted: Weighted, view: NumaView, mask: int, most: bool, balanced: bool) -> int:
     """A strategy's score of one set of zones (``mask``, positions) holding a request together:
     their available amounts summed, then the per-zone arithmetic once."""
+    if not mask & (mask - 1):
+        return zone_score_at(weighted, view, mask.bit_length() - 1, most, balanced)
     items, weight_sum = weighted
     zones = positions(mask)
     available = view.available
@@ -269,6 +271,33 @@ def pooled_score(weighted: Weighted, view: NumaView, mask: int, most: bool, bala
             c = ceil_value(pooled)
             score = ceil_amount * MAX_SCORE // c if most else (c - ceil_amount) * MAX_SCORE // c
             total += score * weight
+    return total // weight_sum
+
+
+def zone_score_at(weighted: Weighted, view: NumaView, zone: int, most: bool, balanced: bool) -> int:
+    """:func:`pooled_score` of the single zone at position ``zone``: the hot path of the kubelet's
+    rules, where most pods land on one zone."""
+    items, weight_sum = weighted
+    available, ceil_available = view.available, view.ceil_available
+    if balanced:
+        fractions = []
+        for name, _, ceil_amount, _ in items:
+            ceil_row = ceil_available.get(name)
+            capacity = ceil_row[zone] if ceil_row is not None else 0
+            fraction = ceil_amount / capacity if capacity else 1.0
+            if fraction > 1:
+                return MIN_SCORE
+            fractions.append(fraction)
+        return balanced_zone_score(sample_variance(fractions))
+    total = 0
+    for name, amount, ceil_amount, weight in items:
+        row = available.get(name)
+        if row is None:
+            continue
+        a = row[zone]
+        if a and amount <= a:
+            c = ceil_available[name][zone]
+            total += (ceil_amount * MAX_SCORE // c if most else (c - ceil_amount) * MAX_SCORE // c) * weight
     return total // weight_sum
 
 
@@ -354,6 +383,15 @@ class Scorer:
         if tm.policy == POLICY_NONE:
             return MIN_SCORE
         admission = admitted_on(prep, view).admission
+        if admission is not None and len(admission.units) == 1 and len(self._units) <= 1:
+            # One unit (the usual pod, or pod scope): rate its zones directly.
+            mask = admission.units[0].mask if admission.units[0].aligned else None
+            if mask is None and admission.units[0].aligned:
+                mask = (1 << len(view.ids)) - 1
+            unit = self._pod if tm.pod_scope else (self._units[0] if self._units else None)
+            if unit is None or not unit[0].items:
+                return MAX_SCORE
+            return _clamp(self._rate(unit[0], unit[1], view, mask))
         masks = admission.unit_masks((1 << len(view.ids)) - 1) if admission else []
         if tm.pod_scope:
             if self._pod is None:
