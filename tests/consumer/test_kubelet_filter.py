@@ -147,46 +147,129 @@ def test_a_burstable_pod_needs_no_cpu_in_any_zone_for_the_kubelet() -> None:
     assert filter_node(p, v).reason == "fits: no request needs NUMA alignment"
 
 
-@pytest.mark.parametrize(
-    ("init_cpus", "fits"),
-    [
-        # The reference plugin's own test "[28] multi init containers with good allocation,
-        # multi-containers with good allocation - fit" (scheduler-plugins filter_test.go,
-        # TestNodeResourceTopologyMultiContainerContainerScope): the kubelet pins the second app
-        # container to zone 0, where the init containers' CPUs were, and refuses it.
-        ((30, 30), False),
-        # "[29] ... sum of their cpus requests (together) is over allocatable ... - fit": the same.
-        ((30, 30, 30), False),
-        # "[11] init container with good allocation, multi-containers spread across NUMAs - fit":
-        # the first app container reuses the init container's 4 CPUs on zone 0; the second is free.
-        ((4,), True),
-    ],
-)
-def test_the_reference_plugins_own_init_container_cases(init_cpus: tuple[int, ...], fits: bool) -> None:
-    host0 = build_view(
+def _host0() -> NumaView:
+    """host0 of the reference plugin's TestNodeResourceTopologyMultiContainerContainerScope
+    (kubernetes-sigs/scheduler-plugins pkg/noderesourcetopology/filter_test.go)."""
+    hp, nic = "hugepages-2Mi", "vendor/nic1"
+    zone0 = (
+        ResourceInfo("cpu", 32, 32, 30),
+        ResourceInfo("memory", 64 * GI, 64 * GI, 60 * GI),
+        ResourceInfo(hp, 384 * 2**20, 384 * 2**20, 384 * 2**20),
+        ResourceInfo(nic, 16, 16, 16),
+    )
+    zone1 = (
+        ResourceInfo("cpu", 32, 32, 32),
+        ResourceInfo("memory", 64 * GI, 64 * GI, 64 * GI),
+        ResourceInfo(hp, 512 * 2**20, 512 * 2**20, 512 * 2**20),
+        ResourceInfo(nic, 32, 32, 32),
+    )
+    return build_view(
         NodeTopology(
             "host0",
-            zones=(
-                Zone(
-                    "node-0",
-                    resources=(
-                        ResourceInfo("cpu", 32, 32, 30),
-                        ResourceInfo("memory", 64 * GI, 64 * GI, 60 * GI),
-                    ),
-                ),
-                Zone(
-                    "node-1",
-                    resources=(
-                        ResourceInfo("cpu", 32, 32, 32),
-                        ResourceInfo("memory", 64 * GI, 64 * GI, 64 * GI),
-                    ),
-                ),
-            ),
+            zones=(Zone("node-0", resources=zone0), Zone("node-1", resources=zone1)),
             attributes=(Attribute("topologyManagerPolicy", "single-numa-node"),),
         )
     )
-    inits = [container(f"init-{i}", {"cpu": n, "memory": 10 * 10**9}) for i, n in enumerate(init_cpus)]
-    apps = [container(f"cnt-{i}", {"cpu": 20, "memory": 40 * 10**9}) for i in (1, 2)]
-    p = pod(*apps, init=inits)
-    assert reference(p, host0).fits
-    assert filter_node(p, host0).fits is fits
+
+
+def _requests(spec: str) -> dict[str, str | int]:
+    """``"cpu=20 memory=40G"`` as a request."""
+    out: dict[str, str | int] = {}
+    for item in spec.split():
+        name, _, value = item.partition("=")
+        out[{"nic": "vendor/nic1", "hp": "hugepages-2Mi"}.get(name, name)] = value
+    return out
+
+
+# (case of the reference's table, init containers, app containers, reference verdict, kubelet's)
+REFERENCE_CASES = [
+    ("[1] single container with good allocation", [], ["cpu=2 memory=4G"], True, True),
+    ("[2] cpu over allocation", [], ["cpu=40 memory=4G"], False, False),
+    ("[2] memory over allocation", [], ["cpu=2 memory=100G"], False, False),
+    ("[2] cpu and memory over allocation", [], ["cpu=40 memory=100G"], False, False),
+    ("[4] spread across NUMAs", [], ["cpu=20 memory=40G", "cpu=20 memory=40G"], True, True),
+    (
+        "[4] devices and hugepages, spread across NUMAs",
+        [],
+        ["cpu=2 memory=6G hp=500Mi nic=16", "cpu=2 memory=6G hp=50Mi nic=8"],
+        True,
+        True,
+    ),
+    ("[7] init container cpu over allocation", ["cpu=40 memory=40G"], ["cpu=1 memory=4G"] * 2, False, False),
+    (
+        "[7] init container memory over allocation",
+        ["cpu=4 memory=70G"],
+        ["cpu=1 memory=4G"] * 2,
+        False,
+        False,
+    ),
+    ("[11] init container, spread across NUMAs", ["cpu=4 memory=10G"], ["cpu=20 memory=40G"] * 2, True, True),
+    (
+        "[17] multi init containers, spread across NUMAs",
+        ["cpu=4 memory=10G"] * 3,
+        ["cpu=20 memory=40G", "cpu=20 memory=40G", "cpu=6 memory=10G"],
+        True,
+        True,
+    ),
+    (
+        "[24] multi init containers, app containers over cpu",
+        ["cpu=30 memory=10G"] * 2,
+        ["cpu=20 memory=40G", "cpu=20 memory=40G", "cpu=20 memory=6G"],
+        False,
+        False,
+    ),
+    ("[27] container cpu over allocation", ["cpu=30 memory=10G"] * 2, ["cpu=35 memory=40G"], False, False),
+    # The kubelet pins cnt-2 to zone 0, where init-containers' reusable CPUs are: refused.
+    (
+        "[28] multi init containers, good allocation",
+        ["cpu=30 memory=10G"] * 2,
+        ["cpu=20 memory=40G"] * 2,
+        True,
+        False,
+    ),
+    (
+        "[29] init cpus over allocatable together",
+        ["cpu=30 memory=10G"] * 3,
+        ["cpu=20 memory=40G", "cpu=20 memory=40G", "cpu=2 memory=6G"],
+        True,
+        False,
+    ),
+    (
+        "[29] init memory over allocatable together",
+        ["cpu=3 memory=50G"] * 3,
+        ["cpu=20 memory=40G", "cpu=20 memory=40G", "cpu=2 memory=6G"],
+        True,
+        True,
+    ),
+    (
+        "[32] init containers over cpu",
+        ["cpu=40 memory=50G", "cpu=3 memory=50G", "cpu=3 memory=50G"],
+        ["cpu=20 memory=40G", "cpu=2 memory=6G"],
+        False,
+        False,
+    ),
+    (
+        "[32] init containers over memory",
+        ["cpu=20 memory=50G", "cpu=40 memory=50G", "cpu=3 memory=50G"],
+        ["cpu=20 memory=40G", "cpu=2 memory=6G"],
+        False,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("inits", "apps", "reference_fits", "kubelet_fits"),
+    [case[1:] for case in REFERENCE_CASES],
+    ids=[case[0] for case in REFERENCE_CASES],
+)
+def test_the_reference_plugins_own_multi_container_cases(
+    inits: list[str], apps: list[str], reference_fits: bool, kubelet_fits: bool
+) -> None:
+    p = pod(
+        *(container(f"cnt-{i + 1}", _requests(a)) for i, a in enumerate(apps)),
+        init=[container(f"init-{i + 1}", _requests(a)) for i, a in enumerate(inits)],
+    )
+    host0 = _host0()
+    assert reference(p, host0).fits is reference_fits
+    assert filter_node(p, host0).fits is kubelet_fits
