@@ -288,6 +288,9 @@ def kubelet_least_numa_score(result: FilterResult, view: NumaView) -> int:
     masks = [m for m in admission.unit_masks(every) if m is not None] if admission else []
     if not masks:
         return MAX_SCORE
+    if len(masks) == 1 and masks[0].bit_count() == 1:  # the usual pod: one zone
+        at_minimum, _ = _single_zone_table(view)
+        return normalize(1, bool(masks[0] & at_minimum), view.tm.max_numa_nodes)
     widest = max(m.bit_count() for m in masks)
     count = len(view.ids)
     all_min = True

@@ -88,18 +88,19 @@ def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: lis
 
 
 class CountAllocator:
-    """Allocation over per-zone counts (see the module docstring)."""
+    """Allocation over per-zone counts (see the module docstring). An allocator that knows more
+    (the simulator's, which picks CPU ids) can reuse a step: memory's is exact over counts."""
 
     def take(self, working: Working, unit: AdmissionUnit, mask: int | None, memory_mask: int | None) -> None:
         if unit.cpus:
-            self._cpus(working, unit, mask)
+            self.take_cpus(working, unit, mask)
         if unit.memory and memory_mask is not None:
-            self._memory(working, unit, memory_mask)
+            self.take_memory(working, unit, memory_mask)
         for resource, count in unit.devices.items():
-            self._devices(working, unit, resource, count, mask)
+            self.take_devices(working, unit, resource, count, mask)
 
     @staticmethod
-    def _cpus(working: Working, unit: AdmissionUnit, mask: int | None) -> None:
+    def take_cpus(working: Working, unit: AdmissionUnit, mask: int | None) -> None:
         cpu_zones = working.node.cpu_zones
         reuse_zones, reuse = working.cpu_reuse
         zones = cpu_zones if mask is None else mask & cpu_zones
@@ -116,7 +117,7 @@ class CountAllocator:
             working.cpu_reuse = (reuse_zones if left else 0, left)
 
     @staticmethod
-    def _memory(working: Working, unit: AdmissionUnit, mask: int) -> None:
+    def take_memory(working: Working, unit: AdmissionUnit, mask: int) -> None:
         every = working.node.all_zones
         for memory_type, request in unit.memory.items():
             key = (mask, memory_type)
@@ -142,7 +143,9 @@ class CountAllocator:
             working.mem_cells[z] = mask if popcount(mask) > 1 else working.mem_cells[z]
 
     @staticmethod
-    def _devices(working: Working, unit: AdmissionUnit, resource: str, count: int, mask: int | None) -> None:
+    def take_devices(
+        working: Working, unit: AdmissionUnit, resource: str, count: int, mask: int | None
+    ) -> None:
         every = working.node.all_zones
         reuse_zones, reuse = working.dev_reuse.get(resource, (0, 0))
         row = working.dev_free.get(resource)
