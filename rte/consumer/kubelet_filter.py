@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Collection
+from typing import cast
 
 from rte.consumer.numaview import NumaView, Thresholds
 from rte.consumer.requests import PreparedPod, kubelet_units, units_key
@@ -104,10 +105,12 @@ def admitted_on(prep: PreparedPod, view: NumaView) -> FilterResult:
     key = view.local.get("units-key")
     if key is None:
         key = view.local["units-key"] = units_key(facts)
-    units = kubelet_units(prep, facts, key)  # type: ignore[arg-type]
+    units = cast("tuple[AdmissionUnit, ...] | None", prep.memo.get(key))
+    if units is None:
+        units = kubelet_units(prep, facts, cast("tuple[object, ...]", key))
     result = None
     if len(units) == 1 and (facts.policy == POLICY_SINGLE_NUMA_NODE or facts.policy == POLICY_RESTRICTED):
-        result = _single_unit(prep, view, units[0])
+        result = fast_verdict(prep, view, units[0])
     if result is None:
         result = result_of(admit_pod(node_of(view), units), view)
     prep.memo[view] = result
@@ -132,27 +135,14 @@ def result_of(admission: Admission, view: NumaView) -> FilterResult:
     return FilterResult(FilterCode.SUCCESS, admission.reason, numa_id, placements, admission)
 
 
-_Plan = tuple[int, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
-"""(CPUs, memory (type, amount) sorted, devices (resource, amount) sorted) of a one-unit pod."""
-
-
-def _plan(prep: PreparedPod, unit: AdmissionUnit) -> _Plan:
-    key = ("fast-plan", id(unit))  # the units are memoised on the pod, so their ids are stable
-    plan = prep.memo.get(key)
-    if plan is None:
-        memory, devices = tuple(sorted(unit.memory.items())), tuple(sorted(unit.devices.items()))
-        plan = prep.memo[key] = (unit.cpus, memory, devices)
-    return plan  # type: ignore[return-value]
-
-
-def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> FilterResult | None:
+def fast_verdict(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> FilterResult | None:
     """The fast path (see the module docstring); None where the general model must decide."""
     facts = view.facts
     if unit.shared_pool_error or facts.memory_groups or len(unit.parts) > 1:
         return None
     if facts.policy == POLICY_RESTRICTED and facts.prefer_closest_numa:
         return None
-    cpus, memory_items, device_items = _plan(prep, unit)
+    cpus, memory_items, device_items = unit.cpus, unit.memory_items, unit.device_items
     thresholds = view.thresholds
     every = (1 << len(view.ids)) - 1
     fit = every
@@ -176,10 +166,9 @@ def _single_unit(prep: PreparedPod, view: NumaView, unit: AdmissionUnit) -> Filt
         if facts.policy == POLICY_SINGLE_NUMA_NODE and (memory or not memory_items):
             return _refused(_zones_per_resource(view, cpus, memory_items, memory, device_items))
         return None  # wider masks to try, or memory no single zone holds: the general model decides
-    if cpus and facts.smt_checkable:
-        assert facts.threads_per_core is not None
-        if smt_reason(cpus, facts.threads_per_core, facts.available_physical_cpus, unit, False):
-            return None
+    smt = cpus and facts.full_pcpus_only and facts.threads_per_core is not None
+    if smt and smt_reason(cpus, facts.threads_per_core or 1, facts.available_physical_cpus, unit, False):
+        return None
     position = (fit & -fit).bit_length() - 1
     return _success(prep, view, unit, position)
 
@@ -224,7 +213,7 @@ def _holding(table: Thresholds | None, amount: int) -> int:
 
 def _success(prep: PreparedPod, view: NumaView, unit: AdmissionUnit, position: int) -> FilterResult:
     numa_id = view.ids[position]
-    key = ("kubelet-fits", unit.name, numa_id, len(view.ids), position)
+    key = (id(unit), numa_id, position, len(view.ids) == 1)  # the unit is memoised: its id is stable
     cached = prep.memo.get(key)
     if isinstance(cached, FilterResult):
         return cached

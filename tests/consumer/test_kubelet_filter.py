@@ -8,7 +8,7 @@ import random
 import pytest
 
 from rte.consumer.filter import FilterCode, filter_node
-from rte.consumer.kubelet_filter import kubelet_filter, node_of, result_of
+from rte.consumer.kubelet_filter import fast_verdict, kubelet_filter, node_of, result_of
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.requests import kubelet_units, prepare_pod
 from rte.model.admission.admit import admit_pod
@@ -78,16 +78,22 @@ def test_the_fast_path_equals_the_general_model_on_random_nodes_and_pods() -> No
     for _ in range(3000):
         node_view, p = _random_view(rng), _random_pod(rng)
         prep = prepare_pod(p)
-        got = kubelet_filter(prep, node_view, None)
-        fast_taken += any(isinstance(k, tuple) and k[0] == "kubelet-fits" for k in prep.memo)
-        general = result_of(admit_pod(node_of(node_view), kubelet_units(prep, node_view.facts)), node_view)
-        assert (got.fits, got.reason, got.numa_id) == (general.fits, general.reason, general.numa_id), (
-            node_view.source,
-            p,
-        )
-        if got.admission is not None and general.admission is not None:
-            assert [u.numa_ids for u in got.admission.units] == [u.numa_ids for u in general.admission.units]
-    assert fast_taken > 300, "the fast path is exercised"
+        units = kubelet_units(prep, node_view.facts)
+        general = result_of(admit_pod(node_of(node_view), units), node_view)
+        fast = fast_verdict(prep, node_view, units[0]) if len(units) == 1 else None
+        for got in (fast, kubelet_filter(prep, node_view, None)):
+            if got is None:
+                continue
+            assert (got.fits, got.reason, got.numa_id) == (general.fits, general.reason, general.numa_id), (
+                node_view.source,
+                p,
+            )
+            if got.admission is not None and general.admission is not None:
+                assert [u.numa_ids for u in got.admission.units] == [
+                    u.numa_ids for u in general.admission.units
+                ]
+        fast_taken += fast is not None
+    assert fast_taken > 1000, "the fast path is exercised"
 
 
 # --- where the kubelet and the reference plugin disagree -------------------------------------------

@@ -57,6 +57,14 @@ class AdmissionUnit:
     """Pod scope: the containers allocated, in order, within the pod's merged mask."""
     shared_pool_error: str = ""
     """KEP-5526, pod scope: why the pod-level budget leaves its shared containers no CPU."""
+    memory_items: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+    """:attr:`memory` sorted by type, the order the hints and reasons list them in."""
+    device_items: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+    """:attr:`devices` sorted by resource."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory_items", tuple(sorted(self.memory.items())))
+        object.__setattr__(self, "device_items", tuple(sorted(self.devices.items())))
 
     @property
     def holds_for_pod(self) -> bool:
