@@ -77,7 +77,7 @@ class ExtenderApp:
             settings.strategy,
             profiles=settings.cache.config.profiles,
             informer_mode=settings.cache.config.informer_mode,
-            kubelet_accurate_sidecars=settings.kubelet_accurate_sidecars,
+            compat=settings.compat,
         )
         self._api_client = api_client
         self._state_max_age = state_max_age

@@ -44,7 +44,7 @@ from rte.extender.metrics import ExtenderMetrics
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import Compat, InformerMode
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class ExtenderService:
         *,
         profiles: Collection[str],
         informer_mode: InformerMode = InformerMode.DEDICATED,
-        kubelet_accurate_sidecars: bool = False,
+        compat: Compat = Compat.KUBELET,
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
     ) -> None:
@@ -77,7 +77,8 @@ class ExtenderService:
         self.strategy = strategy
         self.profiles = frozenset(profiles)
         self.informer_mode = informer_mode
-        self.kubelet_accurate_sidecars = kubelet_accurate_sidecars
+        self.compat = compat
+        """Whose rules decide: the kubelet's admission (default) or the reference plugin's."""
         self._clock = clock
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
@@ -118,7 +119,7 @@ class ExtenderService:
 
     def _prepare(self, args: ExtenderArgs) -> PreparedPod:
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
-        return prepare_pod(pod, kubelet_accurate_sidecars=self.kubelet_accurate_sidecars)
+        return prepare_pod(pod, compat=self.compat)
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""

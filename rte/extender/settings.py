@@ -50,7 +50,7 @@ from rte.errors import ConfigError
 from rte.extender.server import DEFAULT_MAX_BODY
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE, ZONE_CPU_UTILIZATION
 from rte.model.quantity import ceil_value, parse_quantity
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import Compat, InformerMode
 from rte.settings.loader import load
 from rte.settings.schema import (
     BOOL,
@@ -174,8 +174,9 @@ class ExtenderOptions:
     """Zone attribute and the percent above which the zone is busy; repeatable (replaces the default)."""
     load_score_factor: float = field(default=0.5, metadata=setting(FLOAT, minimum=0.0, maximum=1.0))
     """Score mode: the factor applied to a node whose chosen zone is busy."""
-    kubelet_accurate_sidecars: bool = field(default=False, metadata=setting(BOOL))
-    """Account sidecar containers as the kubelet does (the reference treats them as init containers)."""
+    compat: Compat = field(default=Compat.KUBELET, metadata=_enum(Compat))
+    """Whose rules Filter and Score follow: the kubelet's admission, or the reference plugin's bit
+    for bit (reference)."""
     max_request_body: str = field(default="32Mi", metadata=setting(STR, check=parse_size, metavar="SIZE"))
     """Largest request body accepted, a quantity (32Mi); larger ones are answered 413 before they are read."""
     nrt_files: tuple[Path, ...] = field(
@@ -203,7 +204,7 @@ class ExtenderSettings:
     kubeconfig: str | None = None
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
     nrt_files: tuple[Path, ...] = ()
-    kubelet_accurate_sidecars: bool = False
+    compat: Compat = Compat.KUBELET
     max_request_body: int = DEFAULT_MAX_BODY
 
 
@@ -247,7 +248,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
         heartbeat_namespace=options.heartbeat_namespace.strip(),
         nrt_files=options.nrt_files,
-        kubelet_accurate_sidecars=options.kubelet_accurate_sidecars,
+        compat=options.compat,
         max_request_body=parse_size(options.max_request_body),
     )
 
