@@ -20,6 +20,12 @@ written within ``write_timeout``; an idle kept-alive connection is closed after
 the new one. A body larger than ``max_body`` is refused with 413 before it is read
 (:mod:`rte.runtime.httpwire` has the message rules). A client that goes away mid-request or
 mid-response costs one log line, never a traceback.
+
+With ``tls`` (:class:`~rte.runtime.tls.ServerTls`) every connection is TLS with a required client
+certificate. The dispatcher runs the handshake without blocking, like the wait for a head and
+under the same ``header_timeout``; a client that fails it is one log line and is never seen by a
+handler. Decrypted bytes can sit inside the TLS object where a selector cannot see them, so the
+dispatcher drains them after each read and when a worker gives a connection back.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import os
 import queue
 import selectors
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -37,6 +44,7 @@ from email.message import Message
 from http import HTTPStatus
 
 from rte.errors import ConfigError
+from rte.runtime import tls as tlsio
 from rte.runtime.httpwire import (
     BodyReader,
     ClientGone,
@@ -77,10 +85,11 @@ class Limits:
 
 
 class _Conn:
-    __slots__ = ("buf", "deadline", "draining", "peer", "since", "sock", "started")
+    __slots__ = ("buf", "deadline", "draining", "handshaking", "peer", "since", "sock", "started")
 
     def __init__(self, sock: socket.socket, peer: str, now: float, deadline: float) -> None:
         self.sock = sock
+        self.handshaking = isinstance(sock, ssl.SSLSocket)
         self.peer = peer
         self.buf = bytearray()
         self.since = now
@@ -92,7 +101,8 @@ class _Conn:
 class HttpServer:
     """Serves ``handler`` on ``host:port`` until :meth:`stop`; ``port=0`` picks a free port.
 
-    ``setting`` names the listen address in the error raised when the port cannot be bound.
+    ``setting`` names the listen address in the error raised when the port cannot be bound;
+    ``tls`` makes it an HTTPS server requiring client certificates (see the module docstring).
     """
 
     def __init__(
@@ -106,8 +116,10 @@ class HttpServer:
         server_name: str = "rte",
         setting: str = "--listen",
         thread_name: str = "rte-http",
+        tls: tlsio.ServerTls | None = None,
     ) -> None:
         self.limits = limits or Limits()
+        self.tls = tls
         self._handler = handler
         self._errors = errors
         self._server_name = server_name
@@ -142,7 +154,8 @@ class HttpServer:
     @property
     def url(self) -> str:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://[{host}]:{self.port}" if ":" in host else f"{scheme}://{host}:{self.port}"
 
     def start(self) -> HttpServer:
         if self._threads:
@@ -229,6 +242,15 @@ class HttpServer:
             sock.setblocking(False)
             with contextlib.suppress(OSError):  # small answers: no Nagle delay
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls is not None:
+                try:
+                    sock = self.tls.context().wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
+                except (OSError, ValueError) as e:
+                    log.warning("http: cannot start TLS with %s: %s", address, e)
+                    sock.close()
+                    continue
             with self._lock:
                 self._open += 1
             peer = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
@@ -258,11 +280,22 @@ class HttpServer:
                 self._ready.put(conn)
             else:
                 self._wait(conn)
+                if tlsio.pending(conn.sock):
+                    self._readable(conn)
 
     def _readable(self, conn: _Conn) -> None:
+        if conn.handshaking:
+            done = tlsio.handshake(conn.sock)  # type: ignore[arg-type]
+            if done is None:
+                self._drop(conn)
+            if not done:
+                return
+            conn.handshaking = False
         try:
             data = conn.sock.recv(64 * 1024)
-        except (BlockingIOError, InterruptedError):
+            while data and tlsio.pending(conn.sock):
+                data += conn.sock.recv(64 * 1024)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError:
             data = b""
