@@ -21,11 +21,10 @@ the new one. A body larger than ``max_body`` is refused with 413 before it is re
 (:mod:`rte.runtime.httpwire` has the message rules). A client that goes away mid-request or
 mid-response costs one log line, never a traceback.
 
-With ``tls`` (:class:`~rte.runtime.tls.ServerTls`) every connection is TLS with a required client
-certificate. The dispatcher runs the handshake without blocking, like the wait for a head and
-under the same ``header_timeout``; a client that fails it is one log line and is never seen by a
-handler. Decrypted bytes can sit inside the TLS object where a selector cannot see them, so the
-dispatcher drains them after each read and when a worker gives a connection back.
+With ``tls`` (:mod:`rte.runtime.tls`) every connection is TLS with a required client certificate;
+the dispatcher runs the handshake without blocking, within ``header_timeout``. Decrypted bytes a
+selector cannot see are drained after each read and when a worker gives a connection back.
+A response marked ``close`` ends its connection (a client then connects afresh).
 """
 
 from __future__ import annotations
@@ -395,6 +394,7 @@ class HttpServer:
             )
             path, _, query = target.partition("?")
             response = self._call(HttpRequest(method, path, query, headers, body, conn.peer))
+            keep_alive = keep_alive and not response.close
         except HttpError as e:
             response, keep_alive = self._errors(e.status, str(e)), False
         except ClientGone as e:

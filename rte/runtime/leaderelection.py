@@ -344,7 +344,9 @@ class LeaderElector:
         now = self._wall()
         released = LeaseRecord("", 1, now, now, observed.transitions, observed.resource_version)
         try:
-            self.lock.write(released, create=False)
+            stored = self.lock.write(released, create=False)
+            with self._guard:
+                self._observed = stored
             log.info("%s: released", self.lock.describe())
         except Exception as e:  # it expires by itself
             log.warning("%s: could not release it: %s", self.lock.describe(), e)
