@@ -18,6 +18,7 @@ Lease up only after the fencing gap.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -164,7 +165,7 @@ class ExtenderApp:
                 self.settings.leader_service,
                 self.settings.advertise_address,
                 self.server.port,
-                pod_name=config.identity.split("_", 1)[0],
+                pod_name=socket.gethostname(),  # a pod's host name is its name
             )
         feeds = self.feeds
         self.leadership = Leadership(
