@@ -90,11 +90,13 @@ class ExtenderService:
         """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
         self.watch_status: Callable[[], Mapping[str, Any]] | None = None
         """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
+        self.leadership: Any = None
+        """With leader election, the :class:`~rte.extender.leadership.Leadership` gating the verbs."""
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
-        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store))
+        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store), leader=self.is_leader)
 
     # --- readiness -----------------------------------------------------------------------
 
@@ -108,6 +110,19 @@ class ExtenderService:
         if self.pods_tracked and not self.pods_synced.is_set():
             return "pod list not synced yet" + self._last_error("pods")
         return ""
+
+    def is_leader(self) -> bool:
+        """Holds the leader Lease (always, without leader election)."""
+        return self.leadership is None or bool(self.leadership.elector.is_leader())
+
+    def serving(self) -> bool:
+        """Answers the verbs: ready and, with leader election, the leader that has taken over."""
+        return self.ready() and (self.leadership is None or bool(self.leadership.serving()))
+
+    def not_serving_reason(self) -> str:
+        if not self.ready():
+            return f"extender not ready: {self.not_ready_reason()}"
+        return str(self.leadership.reason()) if self.leadership is not None else ""
 
     def _last_error(self, watch: str) -> str:
         # A list that keeps failing (RBAC missing, CRD not installed) should say why on /readyz.
@@ -260,6 +275,7 @@ class ExtenderService:
             "ready": self.ready(),
             "notReadyReason": self.not_ready_reason(),
             "watches": dict(self.watch_status()) if self.watch_status is not None else None,
+            "leadership": self.leadership.state() if self.leadership is not None else None,
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,
