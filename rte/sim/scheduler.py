@@ -31,7 +31,7 @@ from rte.consumer.cache.interface import NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import ScoringStrategy, score_node
-from rte.model.pod import Pod, effective_request
+from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount
 
 
@@ -61,7 +61,7 @@ class SimScheduler:
         self.used: list[dict[str, Amount]] = [{} for _ in self.names]
         self.cache = cache
         self.shapes = list(shapes)
-        self.requests = [{r: q for r, q in effective_request(p.pod).items() if q} for p in self.shapes]
+        self.requests = [{r: q for r, q in kubelet_pod_request(p.pod).items() if q} for p in self.shapes]
         self.strategy = strategy
         self.rng = rng
         self.report_marks = report_marks
