@@ -38,9 +38,10 @@ from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
+from rte.model.exclusive import is_exclusive
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.sim.cluster import build_cache, build_nodes
 from rte.sim.config import SimConfig
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
@@ -365,6 +366,11 @@ class Simulation:
 
     def _truth(self, node: int) -> frozenset[Key]:
         phases = self.counted_phases
+        if self.cfg.fingerprint_method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES:
+            # Both sides leave out pods without exclusive resources (Burstable, fractional CPUs).
+            names = self.hardware[node].node_allocatable
+            bound = self.bound[node].items()
+            return frozenset(key for key, pod in bound if pod.phase in phases and is_exclusive(pod, names))
         return frozenset(key for key, pod in self.bound[node].items() if pod.phase in phases)
 
     def _agent_tick(self, node: int, _: Any) -> None:
