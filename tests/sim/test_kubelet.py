@@ -171,3 +171,21 @@ def test_the_agent_accounting_of_the_listing_equals_what_the_kubelet_has_free(po
     for z, zone in enumerate(zones):
         published = {r.name: r.available for r in zone.resources}
         assert published == dict(k.free(z))
+
+
+def test_ephemeral_storage_is_never_aligned() -> None:
+    k = kubelet()  # no zone has any ephemeral-storage: no hint provider knows it
+    placed = k.admit(pod("a", {"cpu": 1, "ephemeral-storage": 100 * GiB}))
+    assert placed is not None and placed.containers[0].cpu_ids == frozenset({0})
+
+
+def test_a_sidecar_is_listed_after_the_app_containers_and_its_cpus_are_not_reused() -> None:
+    k = kubelet()
+    sidecar = Container("side", {"cpu": 1, "memory": GiB}, {"cpu": 1, "memory": GiB}, restart_policy="Always")
+    app = Container("c0", {"cpu": 2, "memory": GiB}, {"cpu": 2, "memory": GiB})
+    placed = k.admit(
+        Pod("ns", "a", containers=(app,), init_containers=(sidecar,), status_qos_class=QOS_GUARANTEED)
+    )
+    assert placed is not None
+    assert [(c.name, sorted(c.cpu_ids)) for c in placed.containers] == [("c0", [1, 2]), ("side", [0])]
+    assert cpus_by_zone(k) == [1, 4]
