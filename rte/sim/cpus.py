@@ -60,6 +60,9 @@ def take_packed(topology: CpuTopology, available: Collection[int], count: int) -
         return []
     if count > len(available):
         return None
+    if topology.threads_per_core == 1 and len({topology.zone_of[cpu] for cpu in available}) == 1:
+        # One zone of single-thread cores: every step below takes CPUs in id order.
+        return sorted(available)[:count]
     taken: list[int] = []
     left = set(available)
     need = count
