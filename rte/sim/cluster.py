@@ -76,13 +76,26 @@ def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) 
 
 
 def counted_pods(
-    bound: Mapping[tuple[str, str], Pod], phases: Collection[str], exclusive_on: Collection[str] | None
+    bound: Mapping[tuple[str, str], Pod], phases: Collection[str], exclusive: Callable[[Pod], bool] | None
 ) -> frozenset[tuple[str, str]]:
-    """The bound pods a node's fingerprint must cover: those in ``phases`` and, when
-    ``exclusive_on`` names the node's resources (method ``with-exclusive-resources``), only those
-    holding exclusive resources there (the agent and the scheduler both leave the others out)."""
+    """The bound pods a node's fingerprint must cover: those in ``phases`` and, with method
+    ``with-exclusive-resources``, only those ``exclusive`` says hold exclusive resources on the
+    node (the agent and the scheduler both leave the others out)."""
     return frozenset(
-        key
-        for key, pod in bound.items()
-        if pod.phase in phases and (exclusive_on is None or is_exclusive(pod, exclusive_on))
+        key for key, pod in bound.items() if pod.phase in phases and (exclusive is None or exclusive(pod))
     )
+
+
+def exclusivity(names: Collection[str]) -> Callable[[Pod], bool]:
+    """:func:`~rte.model.exclusive.is_exclusive` on a node publishing ``names``, memoised per pod
+    template: the simulator's pods share their template's container tuples."""
+    memo: dict[int, bool] = {}
+
+    def exclusive(pod: Pod) -> bool:
+        key = id(pod.containers)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = is_exclusive(pod, names)
+        return known
+
+    return exclusive

@@ -41,7 +41,7 @@ from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod, InformerMode
-from rte.sim.cluster import build_cache, build_nodes, counted_pods
+from rte.sim.cluster import build_cache, build_nodes, counted_pods, exclusivity
 from rte.sim.config import SimConfig
 from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
@@ -95,7 +95,8 @@ class Simulation:
             if agent_mode is InformerMode.SHARED
             else frozenset({PHASE_RUNNING, PHASE_FAILED})
         )
-        self.exclusive_only = config.fingerprint_method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+        only = config.fingerprint_method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+        self.exclusive = [exclusivity(hw.node_allocatable) if only else None for hw in self.hardware]
 
         self.store = NRTStore()
         self.cache, mode = build_cache(config, self.store, self._clock)
@@ -374,8 +375,7 @@ class Simulation:
         self._push(phase + max(ticks, 0) * interval, AGENT_TICK, node)
 
     def _truth(self, node: int) -> frozenset[Key]:
-        names = self.hardware[node].node_allocatable if self.exclusive_only else None
-        return counted_pods(self.bound[node], self.counted_phases, names)
+        return counted_pods(self.bound[node], self.counted_phases, self.exclusive[node])
 
     def _agent_tick(self, node: int, _: Any) -> None:
         self.agent_pending[node] = False
