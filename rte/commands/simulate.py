@@ -40,8 +40,13 @@ def simulate(
     sweep_caches: Sequence[str] | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    quiet: bool = False,
 ) -> None:
-    """Run one simulation, or the sweep (``sweep`` or any ``sweep_*`` given), and print the outcome."""
+    """Run one simulation, or the sweep (``sweep`` or any ``sweep_*`` given), and print the outcome.
+
+    Progress goes to ``err`` (a bar on a terminal, a line every few seconds otherwise) unless
+    ``quiet``; ``out`` gets only the table or the JSON.
+    """
     from rte.sim import sweep as sw
 
     out = out or sys.stdout
@@ -50,8 +55,9 @@ def simulate(
         check_plot_target(plot)
     if not (sweep or sweep_nodes or sweep_intervals or sweep_caches):
         from rte.sim.engine import run_simulation
+        from rte.sim.progress import Progress
 
-        result = run_simulation(config)
+        result = run_simulation(config, None if quiet else Progress(err))
         if output == "json":
             out.write(json.dumps(result.to_dict(series=series), indent=1) + "\n")
         else:
@@ -60,9 +66,12 @@ def simulate(
             from rte.sim.plot import plot_run
 
             plot_run(result, plot)
+            err.write(f"rte: plot written to {plot}\n")
         return
 
     def progress(done: SweepRun) -> None:
+        if quiet:
+            return
         r = done.row()
         err.write(
             f"rte: simulated {r['nodes']} nodes, agent {r['agent_interval']:g}s, cache {r['cache']}:"
@@ -85,6 +94,7 @@ def simulate(
         from rte.sim.plot import plot_sweep
 
         plot_sweep(runs, plot)
+        err.write(f"rte: plot written to {plot}\n")
 
 
 def _scenario_schema() -> Schema[Scenario]:
@@ -126,7 +136,13 @@ def check_plot_target(path: str) -> None:
     show_default=True,
     help="A table, or the whole result as one JSON object.",
 )
-@click.option("--series", is_flag=True, help="JSON: include the sampled time series.")
+@click.option("--series", is_flag=True, help="JSON: include the sampled time series (each point a peak).")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="No progress on stderr (by default a bar on a terminal, else a line every 5 s).",
+)
 @click.option(
     "--plot",
     default=None,
@@ -146,7 +162,13 @@ def simulate_cmd(**options: Any) -> None:
 
 
 def _run_command(
-    config_file: str | None, dump_config: bool, output: str, series: bool, plot: str | None, **options: Any
+    config_file: str | None,
+    dump_config: bool,
+    output: str,
+    series: bool,
+    plot: str | None,
+    quiet: bool,
+    **options: Any,
 ) -> None:
     from rte.settings.loader import load, render_settings
 
@@ -165,6 +187,7 @@ def _run_command(
         sweep_nodes=scenario.sweep_nodes or None,
         sweep_intervals=scenario.sweep_intervals or None,
         sweep_caches=scenario.sweep_caches or None,
+        quiet=quiet,
     )
 
 

@@ -43,15 +43,16 @@ class SimAgent:
     def read(self, specs: Mapping[tuple[str, str], Pod]) -> NodeReading:
         """What the daemon would read: the kubelet's List and allocatable, the pods bound here.
 
-        The simulated kubelet writes no checkpoint files and the simulation excludes no pods and
-        publishes no zone load, so those parts of the reading stay empty.
+        The simulated kubelet's checkpoints come with its ``List``, as the real agent reads
+        ``cpu_manager_state`` and ``memory_manager_state`` beside podresources. The simulation
+        excludes no pods and publishes no zone load, so those parts of the reading stay empty.
         """
         hw = self.hardware
         return NodeReading(
             node_name=self.node_name,
             machine=hw.machine,
             config=hw.config,
-            kubelet=KubeletReading(hw.allocatable, self.kubelet.listing()),
+            kubelet=KubeletReading(hw.allocatable, self.kubelet.listing(), self.kubelet.checkpoints()),
             rules=self.rules,
             specs=specs,
         )

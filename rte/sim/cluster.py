@@ -6,13 +6,15 @@ and the scheduler's NRT cache. The event loop (:mod:`rte.sim.engine`) only drive
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
+from rte.model.exclusive import is_exclusive
+from rte.model.pod import Pod
 from rte.model.vocabulary import InformerMode
 from rte.sim.agent import SimAgent
 from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
@@ -71,3 +73,29 @@ def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) 
         informer_mode=config.informer_mode,
     )
     return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode
+
+
+def counted_pods(
+    bound: Mapping[tuple[str, str], Pod], phases: Collection[str], exclusive: Callable[[Pod], bool] | None
+) -> frozenset[tuple[str, str]]:
+    """The bound pods a node's fingerprint must cover: those in ``phases`` and, with method
+    ``with-exclusive-resources``, only those ``exclusive`` says hold exclusive resources on the
+    node (the agent and the scheduler both leave the others out)."""
+    return frozenset(
+        key for key, pod in bound.items() if pod.phase in phases and (exclusive is None or exclusive(pod))
+    )
+
+
+def exclusivity(names: Collection[str]) -> Callable[[Pod], bool]:
+    """:func:`~rte.model.exclusive.is_exclusive` on a node publishing ``names``, memoised per pod
+    template: the simulator's pods share their template's container tuples."""
+    memo: dict[int, bool] = {}
+
+    def exclusive(pod: Pod) -> bool:
+        key = id(pod.containers)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = is_exclusive(pod, names)
+        return known
+
+    return exclusive

@@ -47,11 +47,12 @@ class SimConfig:
     pods: int = field(default=2000, metadata=setting(INT, minimum=0, maximum=MAX_PODS))
     """Pods created in the run."""
     shapes: str = field(default=DEFAULT_SHAPES, metadata=setting(STR, flag="shape", check=parse_node_shapes))
-    """Node shapes, e.g. '70%:2x32c-192Gi,30%:4x16c-128Gi+nic4' (zones x CPUs per zone, node
-    memory, per-zone extras); see rte.sim.specs."""
+    """Node shapes, e.g. '70%:2x32c2t-192Gi,30%:4x16c-128Gi+nic4' (zones x CPUs per zone,
+    optionally in cores of N threads: 2t; node memory; per-zone extras: hpN, <device>N)."""
     pod_mix: str = field(default=DEFAULT_POD_MIX, metadata=setting(STR, check=parse_pod_mix))
-    """Guaranteed pod shapes, e.g. '80%:4c-8Gi,20%:2x2c-4Gi+nic1' (containers x per-container
-    request)."""
+    """Pod shapes, e.g. '80%:4c-8Gi,20%:2x2c-4Gi+nic1' (containers x per-container request,
+    Guaranteed). CPUs may be fractional (1.5c); per-pod extras: +init<C>c[-<mem>] (init container),
+    +sidecar<C>c[-<mem>] (restartPolicy Always), +burstable (CPU limits twice the requests)."""
     policy: str = field(default="single-numa-node", metadata=setting(CHOICE, choices=POLICIES))
     """The kubelets' Topology Manager policy."""
     scope: str = field(default="container", metadata=setting(CHOICE, choices=SCOPES))

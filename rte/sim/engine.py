@@ -40,12 +40,14 @@ from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import InformerMode
-from rte.sim.cluster import build_cache, build_nodes
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.sim.cluster import build_cache, build_nodes, counted_pods, exclusivity
 from rte.sim.config import SimConfig
+from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
 from rte.sim.scheduler import SimScheduler
+from rte.sim.series import Series
 from rte.sim.specs import parse_pod_mix
 from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
 
@@ -93,6 +95,8 @@ class Simulation:
             if agent_mode is InformerMode.SHARED
             else frozenset({PHASE_RUNNING, PHASE_FAILED})
         )
+        only = config.fingerprint_method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+        self.exclusive = [exclusivity(hw.node_allocatable) if only else None for hw in self.hardware]
 
         self.store = NRTStore()
         self.cache, mode = build_cache(config, self.store, self._clock)
@@ -129,7 +133,7 @@ class Simulation:
         self.pending_times: list[float] = []
         self.shape_names = [shape.text for _, shape in mix]
         self.pending_by_shape: list[list[float]] = [[] for _ in mix]
-        self.series: dict[str, list[float]] = {k: [] for k in ("t", "pending", "running", "tae", "refused")}
+        self.sampled = Series()
         self.running = 0
         self._truth_dirty: list[set[int]] = [set(range(len(self.names))) for _ in self.templates]
         self._truth_fit: list[set[int]] = [set() for _ in self.templates]
@@ -163,7 +167,8 @@ class Simulation:
         self._seq += 1
         heapq.heappush(self._heap, (at, self._seq, code, arg, payload))
 
-    def run(self) -> SimResult:
+    def run(self, progress: Progress | None = None) -> SimResult:
+        """Run to the end; ``progress`` is told where the run is every few thousand events."""
         started = time.perf_counter()
         for n, agent in enumerate(self.agents):
             # Agents run before the workload starts: every node has its NRT at time 0.
@@ -176,7 +181,7 @@ class Simulation:
             self._push(self.cfg.resync_period, RESYNC)
         self._push(LEFTOVER_CHECK, LEFTOVER)
         self._push(0.0, SAMPLE)
-        heap, handlers, counters = self._heap, self._handlers, self.counters
+        heap, handlers, counters, pods = self._heap, self._handlers, self.counters, len(self.arrivals)
         while heap and not self._stop:
             at, _, code, arg, payload = heapq.heappop(heap)
             if at > self.max_time:
@@ -184,7 +189,11 @@ class Simulation:
             self.now = at
             counters.events += 1
             handlers[code](arg, payload)
+            if progress is not None and not counters.events & 0xFFF:  # every 4096 events
+                progress.update(Point(at, self.max_time, counters.pods_scheduled, pods, counters.events))
         self._sample(0, None, reschedule=False)
+        if progress is not None:
+            progress.done(Point(self.now, self.max_time, counters.pods_scheduled, pods, counters.events))
         wall = time.perf_counter() - started
         counters.filter_evaluations = self.scheduler.evaluations
         counters.accounting_findings = sum(a.findings for a in self.agents)
@@ -200,7 +209,7 @@ class Simulation:
             sim_time=self.now,
             wall_seconds=wall,
             rate=self.rate,
-            series=self.series,
+            series=self.sampled.data,
         )
 
     # --- the scheduler's worker and queue ----------------------------------------------------
@@ -247,6 +256,7 @@ class Simulation:
             if self._room_somewhere(shape):
                 self.counters.unschedulable_with_room += 1
             self.queue.failed(pid, self.now)
+            self.sampled.rose(refused=self.queue.refused)
             return
         self.queue.done(pid)
         sp.node = node
@@ -286,6 +296,7 @@ class Simulation:
         self.api[pod.key] = pod
         self.counters.pods_created += 1
         self.queue.add(pid, self.now)
+        self.sampled.rose(pending=self.counters.pods_created - self.counters.pods_scheduled)
         self._kick()
 
     def _bind(self, pid: int, _: Any) -> None:
@@ -364,8 +375,7 @@ class Simulation:
         self._push(phase + max(ticks, 0) * interval, AGENT_TICK, node)
 
     def _truth(self, node: int) -> frozenset[Key]:
-        phases = self.counted_phases
-        return frozenset(key for key, pod in self.bound[node].items() if pod.phase in phases)
+        return counted_pods(self.bound[node], self.counted_phases, self.exclusive[node])
 
     def _agent_tick(self, node: int, _: Any) -> None:
         self.agent_pending[node] = False
@@ -422,16 +432,15 @@ class Simulation:
         self._push(self.now + LEFTOVER_CHECK, LEFTOVER)
 
     def _sample(self, _: int, __: Any, reschedule: bool = True) -> None:
-        s = self.series
-        s["t"].append(self.now)
-        s["pending"].append(self.counters.pods_created - self.counters.pods_scheduled)
-        s["running"].append(self.running)
-        s["tae"].append(self.counters.topology_affinity_errors)
-        s["refused"].append(len(self.queue.unschedulable) + len(self.queue.backoff_heap))
+        c = self.counters
+        pending, tae = c.pods_created - c.pods_scheduled, c.topology_affinity_errors
+        self.sampled.sample(
+            self.now, pending=pending, running=self.running, tae=tae, refused=self.queue.refused
+        )
         if reschedule:
             self._push(self.now + self.sample_period, SAMPLE)
 
 
-def run_simulation(config: SimConfig) -> SimResult:
+def run_simulation(config: SimConfig, progress: Progress | None = None) -> SimResult:
     """Run one simulation."""
-    return Simulation(config).run()
+    return Simulation(config).run(progress)

@@ -1,9 +1,13 @@
 """One simulated node kind: the Machine, kubelet config and allocatable the real agent code reads.
 
 Built once per :class:`~rte.sim.specs.NodeShape` and shared by every node of that shape (all
-three are immutable). CPUs are numbered zone by zone (zone 0 holds CPUs ``0..n-1``); the
-reserved CPUs and the reserved memory sit on zone 0, as on a typical host where the system
-daemons run on the first socket. Distances are 10 locally and 21 elsewhere.
+of it is immutable). Each zone is one socket of ``cpus_per_zone / threads_per_core`` cores.
+CPUs are numbered as Linux numbers an SMT server: the first thread of every core, zone by zone,
+then the second thread of every core in the same order, and so on (2 zones of 4 cores x 2
+threads: zone 0 holds 0-3 and 8-11, core 0 is CPUs 0 and 8). Without SMT, zone 0 simply holds
+``0..n-1``. The reserved CPUs (whole cores, lowest first) and the reserved memory sit on zone 0,
+as on a typical host where the system daemons run on the first socket. Distances are 10 locally
+and 21 elsewhere.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.podres.types import AllocatableResources, Device, MemoryBlock
+from rte.sim.cpus import CpuTopology
 from rte.sim.specs import HUGEPAGES_1G, GiB, NodeShape
 
 LOCAL_DISTANCE = 10
@@ -36,6 +41,8 @@ class NodeHardware:
     """Device ids per zone, by resource name."""
     node_allocatable: Mapping[str, int]
     """What the Node object's ``status.allocatable`` would say (for the node-level fit)."""
+    cpu_topology: CpuTopology
+    """Zone and core of every CPU, what the CPU manager allocates by."""
 
     @property
     def zones(self) -> int:
@@ -60,18 +67,42 @@ def build_hardware(
     """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers)."""
     zones = range(shape.zones)
     per = shape.cpus_per_zone
-    reserved = frozenset(range(min(reserved_cpus, per)))
+    threads = shape.threads_per_core
+    cores = per // threads
+    stride = shape.zones * cores  # from one thread of a core to the next
+
+    def core_cpus(z: int, core: int) -> tuple[int, ...]:
+        first = z * cores + core
+        return tuple(first + t * stride for t in range(threads))
+
+    zone_all = [tuple(sorted(c for core in range(cores) for c in core_cpus(z, core))) for z in zones]
+    # Whole cores of zone 0, lowest first: what the kubelet reserves for the system.
+    reserved = frozenset(
+        sorted((c for core in range(cores) for c in core_cpus(0, core)), key=lambda c: (c % stride, c))[
+            : min(reserved_cpus, per)
+        ]
+    )
     nodes = []
     cpus: dict[int, CpuInfo] = {}
+    core_of: dict[int, int] = {}
     hugepage_bytes = shape.hugepages_per_zone * GiB
     for z in zones:
-        ids = range(z * per, (z + 1) * per)
-        for cpu in ids:
-            cpus[cpu] = CpuInfo(id=cpu, numa_node=z, package_id=z)
+        for core in range(cores):
+            siblings = core_cpus(z, core)
+            for cpu in siblings:
+                core_of[cpu] = siblings[0]
+                cpus[cpu] = CpuInfo(
+                    id=cpu,
+                    numa_node=z,
+                    package_id=z,
+                    core_id=core,
+                    thread_siblings=frozenset(siblings),
+                    core_siblings=frozenset(zone_all[z]),
+                )
         nodes.append(
             NumaNode(
                 id=z,
-                cpus=frozenset(ids),
+                cpus=frozenset(zone_all[z]),
                 # MemTotal includes the zone's hugepage pool, as in sysfs.
                 memory_total_bytes=shape.memory_per_zone + hugepage_bytes,
                 hugepages={GiB: shape.hugepages_per_zone} if shape.hugepages_per_zone else {},
@@ -90,7 +121,7 @@ def build_hardware(
         reserved_memory={0: {"memory": reserved_memory}} if reserved_memory else {},
         source="<simulated>",
     )
-    zone_cpus = tuple(tuple(c for c in range(z * per, (z + 1) * per) if c not in reserved) for z in zones)
+    zone_cpus = tuple(tuple(c for c in zone_all[z] if c not in reserved) for z in zones)
     zone_memory: list[dict[str, int]] = []
     for z in zones:
         memory = {"memory": max(0, shape.memory_per_zone - (reserved_memory if z == 0 else 0))}
@@ -129,4 +160,10 @@ def build_hardware(
         zone_memory=tuple(zone_memory),
         zone_devices=zone_devices,
         node_allocatable=totals,
+        cpu_topology=CpuTopology(
+            zone_of={cpu: z for z in zones for cpu in zone_all[z]},
+            core_of=core_of,
+            zone_size={z: per for z in zones},
+            threads_per_core=threads,
+        ),
     )

@@ -28,17 +28,39 @@ def _pyplot() -> Any:
 
 
 def plot_run(result: SimResult, path: str) -> None:
-    """Pending and unschedulable pods and cumulative TAEs over time, and the pending-time CDF."""
+    """Write :func:`run_figure` to ``path``."""
     plt = _pyplot()
+    fig = run_figure(result)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run_figure(result: SimResult) -> Any:
+    """Pending and refused pods and cumulative TAEs over time, and the pending-time CDF.
+
+    The series keep each sample period's peak (:mod:`rte.sim.series`), drawn as steps so a burst
+    stands as high as it was. The TAE axis counts whole errors from 0; a run without any says so
+    rather than drawing a flat line on an invented scale.
+    """
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     s = result.series
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7))
-    top.plot(s["t"], s["pending"], label="pending pods")
-    top.plot(s["t"], s["refused"], label="refused, waiting to retry")
+    top.step(s["t"], s["pending"], where="post", label="pending pods (peak per sample)")
+    top.step(s["t"], s["refused"], where="post", label="refused, waiting to retry (peak per sample)")
     top.set_xlabel("simulated time (s)")
     top.set_ylabel("pods")
+    top.set_ylim(bottom=0)
     tae = top.twinx()
-    tae.plot(s["t"], s["tae"], color="tab:red", label="TopologyAffinityErrors (cumulative)")
+    total = int(max(s["tae"], default=0))
+    tae_label = "TopologyAffinityErrors (cumulative)" if total else "TopologyAffinityErrors: none"
+    tae.step(s["t"], s["tae"], where="post", color="tab:red", label=tae_label)
     tae.set_ylabel("TAE")
+    tae.set_ylim(0, max(total, 1) * 1.05)
+    tae.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    if not total:
+        tae.set_yticks([0])
     lines = top.get_legend_handles_labels()
     more = tae.get_legend_handles_labels()
     top.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize="small")
@@ -57,8 +79,7 @@ def plot_run(result: SimResult, path: str) -> None:
     bottom.set_ylabel("fraction of pods")
     bottom.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
 
 
 def plot_sweep(runs: Sequence[SweepRun], path: str) -> None:

@@ -46,6 +46,11 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self.active) + len(self.backoff_heap) + len(self.unschedulable)
 
+    @property
+    def refused(self) -> int:
+        """Pods a cycle found no node for, waiting in backoff or for a cluster event."""
+        return len(self.backoff_heap) + len(self.unschedulable)
+
     def _push(self, heap: list[tuple[float, int, int]], key: float, pod: int) -> None:
         self._seq += 1
         heapq.heappush(heap, (key, self._seq, pod))

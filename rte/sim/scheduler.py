@@ -31,7 +31,8 @@ from rte.consumer.cache.interface import NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import ScoringStrategy, score_node
-from rte.model.pod import Pod, effective_request
+from rte.model.pod import Pod, kubelet_pod_request
+from rte.model.quantity import Amount
 
 
 class VerifyError(AssertionError):
@@ -57,10 +58,10 @@ class SimScheduler:
         self.names = list(node_names)
         self.allocatable = [dict(a) for a in node_allocatable]
         self.allocatable_names = [frozenset(a) for a in node_allocatable]
-        self.used: list[dict[str, int]] = [{} for _ in self.names]
+        self.used: list[dict[str, Amount]] = [{} for _ in self.names]
         self.cache = cache
         self.shapes = list(shapes)
-        self.requests = [{r: int(q) for r, q in effective_request(p.pod).items() if q} for p in self.shapes]
+        self.requests = [{r: q for r, q in kubelet_pod_request(p.pod).items() if q} for p in self.shapes]
         self.strategy = strategy
         self.rng = rng
         self.report_marks = report_marks

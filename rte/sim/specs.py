@@ -5,14 +5,20 @@ the CLI prints one line instead of a traceback.
 
 * Burst: ``N/T``, N pods at once every T (a duration as :mod:`rte.durations` reads it, or a
   plain number of seconds): ``200/60s``.
-* Node shapes: comma-separated ``[P%:]<zones>x<cpus>c-<memory>[+extra...]``, e.g.
-  ``70%:2x32c-192Gi,30%:4x16c-128Gi+nic4``. ``memory`` is the node's regular memory (hugepages
-  excluded), split evenly over its zones. Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or
-  ``<name><N>`` (N devices of ``example.com/<name>``). Percentages must add up to 100; a single
-  entry may omit its percentage.
-* Pod mix: comma-separated ``[P%:][<k>x]<cpus>c-<memory>[+extra...]``, each a Guaranteed pod of
-  k identical containers (default 1) with that request per container. Extras, per container:
-  ``hp<N>`` (N Gi of ``hugepages-1Gi``) or ``<name><N>`` (N ``example.com/<name>`` devices).
+* Node shapes: comma-separated ``[P%:]<zones>x<cpus>c[<threads>t]-<memory>[+extra...]``, e.g.
+  ``70%:2x32c2t-192Gi,30%:4x16c-128Gi+nic4``. ``<cpus>`` are the logical CPUs of each zone (one
+  socket per zone), grouped into cores of ``<threads>`` hardware threads (default 1: no SMT).
+  ``memory`` is the node's regular memory (hugepages excluded), split evenly over its zones.
+  Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or ``<name><N>`` (N devices of
+  ``example.com/<name>``). Percentages must add up to 100; a single entry may omit its percentage.
+* Pod mix: comma-separated ``[P%:][<k>x]<cpus>c-<memory>[+extra...]``, each a pod of k identical
+  app containers (default 1) with that request per container, Guaranteed (limits equal requests)
+  unless ``+burstable``. ``<cpus>`` may be fractional (``1.5c``: 1500m, which the CPU manager
+  never pins). Extras, per app container: ``hp<N>`` (N Gi of ``hugepages-1Gi``) or ``<name><N>``
+  (N ``example.com/<name>`` devices); per pod, in the order written: ``init<C>c[-<M>]`` (an init
+  container with C CPUs and M memory, by default the app container's), ``sidecar<C>c[-<M>]`` (the
+  same, restarted with the pod: ``restartPolicy: Always``), and ``burstable`` (every container's
+  CPU limit twice its request: no exclusive CPU or memory).
 """
 
 from __future__ import annotations
@@ -20,20 +26,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TypeVar
 
 from rte import durations
 from rte.errors import InputError
-from rte.model.quantity import parse_quantity
+from rte.model.quantity import Amount, parse_quantity
 
 GiB = 1024**3
 HUGEPAGES_1G = "hugepages-1Gi"
 DEVICE_DOMAIN = "example.com/"
 
 _SHAPE_RE = re.compile(
-    r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+)c-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
+    r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+(?:\.\d+)?)c(?:(?P<threads>\d+)t)?"
+    r"-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
 )
 _EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)$")
+_INIT_RE = re.compile(r"^(?P<kind>init|sidecar)(?P<cpus>\d+(?:\.\d+)?)c(?:-(?P<mem>.+))?$")
+BURSTABLE = "burstable"
+_POD_WORDS = ("init", "sidecar", BURSTABLE)
 
 
 @dataclass(frozen=True)
@@ -71,33 +82,67 @@ class NodeShape:
     """Number of 1Gi hugepages per zone."""
     devices_per_zone: Mapping[str, int]
     """Full resource name -> devices attached to each zone."""
+    threads_per_core: int = 1
+    """Hardware threads per physical core (SMT); ``cpus_per_zone`` is a multiple of it."""
+
+
+@dataclass(frozen=True)
+class InitShape:
+    """One init container of a pod shape: a regular one, or a sidecar (``restartPolicy: Always``)."""
+
+    cpus: Amount
+    memory: int
+    sidecar: bool
 
 
 @dataclass(frozen=True)
 class PodShape:
-    """One kind of Guaranteed pod: ``containers`` identical containers requesting ``request`` each."""
+    """One kind of pod: ``containers`` identical app containers requesting ``request`` each, after
+    its init containers (sidecars among them) in order; Guaranteed unless ``burstable``."""
 
     text: str
     containers: int
-    request: Mapping[str, int]
+    request: Mapping[str, Amount]
+    inits: tuple[InitShape, ...] = ()
+    burstable: bool = False
+
+    @property
+    def pod_cpus(self) -> Amount:
+        """The pod's CPU request as the kubelet and the scheduler sum it: the app containers plus
+        the sidecars, or a regular init container plus the sidecars started before it if larger."""
+        sidecars: Amount = 0
+        by_inits: Amount = 0
+        for init in self.inits:
+            if init.sidecar:
+                sidecars += init.cpus
+            else:
+                by_inits = max(by_inits, sidecars + init.cpus)
+        return max(self.containers * self.request["cpu"] + sidecars, by_inits)
 
 
 _T = TypeVar("_T")
 
 
-def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str, int]]:
+def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str, int], list[str]]:
+    """Hugepages, devices, and the pod-level words left for the pod mix to read."""
     hugepages = 0
     devices: dict[str, int] = {}
+    words: list[str] = []
     for extra in filter(None, extras.split("+")):
+        if extra == BURSTABLE or _INIT_RE.match(extra):
+            words.append(extra)
+            continue
         match = _EXTRA_RE.match(extra)
         if match is None:
             raise InputError(where, f"extra {extra!r} is not hp<N> or <device name><N> (e.g. nic4)")
         if match["name"] == "hp":
             hugepages += int(match["count"]) * hugepages_unit
+        elif match["name"] in _POD_WORDS:
+            raise InputError(where, f"extra {extra!r}: write {match['name']}<CPUs>c[-<memory>], e.g. init2c")
         else:
             resource = DEVICE_DOMAIN + match["name"]
             devices[resource] = devices.get(resource, 0) + int(match["count"])
-    return hugepages, devices
+    return hugepages, devices, words
 
 
 def _weighted_entries(
@@ -133,17 +178,32 @@ def _memory(text: str, where: str) -> int:
     return int(value)
 
 
+def _cpus(text: str, where: str) -> Amount:
+    """A positive CPU count in whole millicores (``1.5`` is 1500m); whole numbers stay ``int``."""
+    value = Fraction(text)
+    if value <= 0 or (value * 1000).denominator != 1:
+        raise InputError(where, f"CPUs {text!r} must be positive, in whole millicores (e.g. 1.5)")
+    return int(value) if value.denominator == 1 else value
+
+
 def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, NodeShape], ...]:
     """``(percent, shape)`` pairs, percentages adding up to 100."""
 
     def build(entry: str, match: re.Match[str], where: str) -> NodeShape:
         zones = int(match["count"] or 1)
+        if not match["cpus"].isdigit():
+            raise InputError(where, "CPUs per zone must be a whole number")
         cpus = int(match["cpus"])
+        threads = int(match["threads"] or 1)
         if not 1 <= zones <= 64 or cpus < 1:
             raise InputError(where, "zones must be within 1..64 and CPUs per zone at least 1")
+        if not 1 <= threads <= 8 or cpus % threads:
+            raise InputError(where, f"{threads} threads per core must be within 1..8 and divide {cpus} CPUs")
         memory = _memory(match["mem"], where)
-        hugepages, devices = _extras(match["extras"], where, 1)
-        return NodeShape(entry.split(":")[-1], zones, cpus, memory // zones, hugepages, devices)
+        hugepages, devices, words = _extras(match["extras"], where, 1)
+        if words:
+            raise InputError(where, f"extra {words[0]!r} describes pods, not nodes")
+        return NodeShape(entry.split(":")[-1], zones, cpus, memory // zones, hugepages, devices, threads)
 
     return _weighted_entries(text, option, build)
 
@@ -153,15 +213,24 @@ def parse_pod_mix(text: str, option: str = "--pod-mix") -> tuple[tuple[float, Po
 
     def build(entry: str, match: re.Match[str], where: str) -> PodShape:
         containers = int(match["count"] or 1)
-        cpus = int(match["cpus"])
-        if containers < 1 or cpus < 1:
-            raise InputError(where, "containers and CPUs must be at least 1")
-        request: dict[str, int] = {"cpu": cpus, "memory": _memory(match["mem"], where)}
-        hugepages, devices = _extras(match["extras"], where, GiB)
+        if match["threads"]:
+            raise InputError(where, "threads per core describe nodes, not pods")
+        if containers < 1:
+            raise InputError(where, "containers must be at least 1")
+        memory = _memory(match["mem"], where)
+        request: dict[str, Amount] = {"cpu": _cpus(match["cpus"], where), "memory": memory}
+        hugepages, devices, words = _extras(match["extras"], where, GiB)
         if hugepages:
             request[HUGEPAGES_1G] = hugepages
         request.update(devices)
-        return PodShape(entry.split(":")[-1], containers, request)
+        inits = []
+        for word in words:
+            init = _INIT_RE.match(word)
+            if init is None:
+                continue  # burstable
+            size = _memory(init["mem"], where) if init["mem"] else memory
+            inits.append(InitShape(_cpus(init["cpus"], where), size, init["kind"] == "sidecar"))
+        return PodShape(entry.split(":")[-1], containers, request, tuple(inits), BURSTABLE in words)
 
     return _weighted_entries(text, option, build)
 

@@ -10,11 +10,12 @@ same workload, whatever else changes (node count, cache mode, agent cadence).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rte.errors import InputError
-from rte.model.pod import QOS_GUARANTEED, Container, Pod
+from rte.model.pod import QOS_BURSTABLE, QOS_GUARANTEED, Container, Pod
+from rte.model.quantity import Amount
 from rte.sim.config import SimConfig
 from rte.sim.specs import Burst, PodShape
 
@@ -37,24 +38,39 @@ class Arrival:
 
 
 def template_pod(shape: PodShape, scheduler_name: str, name: str = "template") -> Pod:
-    """A Guaranteed pod of ``shape`` (limits equal requests), not bound to any node."""
-    containers = tuple(
-        Container(name=f"c{i}", requests=dict(shape.request), limits=dict(shape.request))
-        for i in range(shape.containers)
+    """A pod of ``shape``, not bound to any node: Guaranteed (limits equal requests) unless the
+    shape is Burstable (every container's CPU limit twice its request)."""
+
+    def container(
+        container_name: str, request: Mapping[str, Amount], restart: str | None = None
+    ) -> Container:
+        limits = dict(request)
+        if shape.burstable:
+            limits["cpu"] = 2 * request["cpu"]
+        return Container(name=container_name, requests=dict(request), limits=limits, restart_policy=restart)
+
+    inits = tuple(
+        container(
+            f"{'sidecar' if init.sidecar else 'init'}{i}",
+            {"cpu": init.cpus, "memory": init.memory},
+            "Always" if init.sidecar else None,
+        )
+        for i, init in enumerate(shape.inits)
     )
     return Pod(
         namespace=NAMESPACE,
         name=name,
         phase="Pending",
         scheduler_name=scheduler_name,
-        containers=containers,
-        status_qos_class=QOS_GUARANTEED,
+        containers=tuple(container(f"c{i}", shape.request) for i in range(shape.containers)),
+        init_containers=inits,
+        status_qos_class=QOS_BURSTABLE if shape.burstable else QOS_GUARANTEED,
     )
 
 
 def mean_cpus(mix: Sequence[tuple[float, PodShape]]) -> float:
-    """Average CPUs per pod of the mix."""
-    return sum(p / 100.0 * s.containers * s.request["cpu"] for p, s in mix)
+    """Average CPUs per pod of the mix (as the scheduler counts a pod's CPU request)."""
+    return sum(p / 100.0 * float(s.pod_cpus) for p, s in mix)
 
 
 def arrivals(

@@ -113,6 +113,10 @@ def test_an_instant_agent_and_no_latencies_never_cause_a_tae() -> None:
         {"shapes": "70%:2x16c-64Gi,30%:4x8c-64Gi+nic2", "pod_mix": "80%:2c-2Gi,20%:2c-2Gi+nic1"},
         {"strategy": "MostAllocated", "dirty_after_failures": 3, "follow_clean_nodes": False},
         {"informer_mode": "Shared", "fingerprint_method": "all"},
+        {
+            "shapes": "2x8c2t-32Gi",
+            "pod_mix": "40%:2c-2Gi+init2c,30%:2c-2Gi+sidecar1c,20%:1.5c-1Gi,10%:2c-2Gi+burstable",
+        },
     ],
 )
 def test_memoised_decisions_match_full_recomputation(cache: str, variant: dict[str, Any]) -> None:

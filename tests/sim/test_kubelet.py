@@ -93,19 +93,31 @@ def test_devices_count_like_cpus_and_come_from_the_chosen_zone() -> None:
     assert k.admit(pod("c", {"cpu": 1, NIC: 2})) is None
 
 
-def test_init_containers_must_fit_but_keep_nothing() -> None:
+def test_an_init_containers_cpus_stay_assigned_for_the_pods_life_and_the_app_reuses_them() -> None:
     k = kubelet()
     assert k.admit(pod("a", {"cpu": 1}, init={"cpu": 5})) is None
-    assert k.admit(pod("b", {"cpu": 1}, init={"cpu": 4})) is not None
-    assert cpus_by_zone(k) == [3, 4]
+    placed = k.admit(pod("b", {"cpu": 1}, init={"cpu": 4}))
+    assert placed is not None
+    assert [c.name for c in placed.containers] == ["c0"]  # List never reports init containers
+    assert placed.containers[0].cpu_ids <= {0, 1, 2, 3}  # taken from the init container's CPUs
+    assert cpus_by_zone(k) == [0, 4]
+    cpu_state = k.checkpoints().cpu
+    assert cpu_state is not None and cpu_state.default_cpuset == frozenset(range(4, 8))
+    assert k.release(("ns", "b")) and cpus_by_zone(k) == [4, 4]
 
 
 def test_restricted_lets_a_pod_wider_than_a_zone_span_the_narrowest_zone_set() -> None:
     k = kubelet(policy="restricted", shape="4x4c-32Gi")
-    placed = k.admit(pod("big", {"cpu": 6}))
+    placed = k.admit(pod("big", {"cpu": 6, "memory": 9 * GiB}))
     assert placed is not None
-    assert sorted(placed.containers[0].cpu_ids) == [0, 1, 2, 3, 4, 5]
+    assert sorted(placed.containers[0].cpu_ids) == [0, 1, 2, 3, 4, 5]  # a whole NUMA node first
     assert placed.containers[0].memory[0].numa_ids == (0, 1)
+
+
+def test_restricted_rejects_cpus_needing_two_zones_with_memory_that_fits_one() -> None:
+    # The CPU hint {0,1} and the memory hint {0} are both preferred, but a merged hint is preferred
+    # only when every provider's mask is the same (topologymanager policy.go mergePermutation).
+    assert kubelet(policy="restricted", shape="4x4c-32Gi").admit(pod("big", {"cpu": 6})) is None
 
 
 def test_restricted_rejects_a_pod_that_fits_one_zone_when_only_two_zones_have_room() -> None:
@@ -119,9 +131,16 @@ def test_restricted_rejects_a_wide_pod_when_no_set_of_the_preferred_width_has_ro
     k = kubelet(policy="restricted", shape="4x4c-32Gi")
     for name in ("a", "b", "c"):  # zones 0, 1, 2 keep 1 CPU each; zone 3 is empty
         assert k.admit(pod(name, {"cpu": 3})) is not None
-    assert k.admit(pod("d", {"cpu": 6})) is None  # 2 zones wide; the best pair has 1 + 4 free
-    assert k.admit(pod("e", {"cpu": 5})) is not None  # fits zones 0 and 3
-    assert len(k) == 4
+    assert k.admit(pod("d", {"cpu": 6, "memory": 9 * GiB})) is None  # the best pair has 1 + 4 CPUs
+    # 5 CPUs fit zones 0 and 3, but zone 0 holds a single-zone memory block: the memory manager
+    # never groups it with another (memorymanager isAffinityViolatingNUMAAllocations).
+    assert k.admit(pod("e", {"cpu": 5, "memory": 9 * GiB})) is None
+    assert k.release(("ns", "a"))
+    placed = k.admit(pod("e", {"cpu": 5, "memory": 9 * GiB}))
+    assert placed is not None and placed.containers[0].memory[0].numa_ids == (0, 3)
+    memory_state = k.checkpoints().memory
+    assert memory_state is not None and memory_state.machine_state[3].cells == (0, 3)
+    assert len(k) == 3
 
 
 def test_release_gives_everything_back_and_cpu_ids_are_reused_lowest_first() -> None:
@@ -152,3 +171,21 @@ def test_the_agent_accounting_of_the_listing_equals_what_the_kubelet_has_free(po
     for z, zone in enumerate(zones):
         published = {r.name: r.available for r in zone.resources}
         assert published == dict(k.free(z))
+
+
+def test_ephemeral_storage_is_never_aligned() -> None:
+    k = kubelet()  # no zone has any ephemeral-storage: no hint provider knows it
+    placed = k.admit(pod("a", {"cpu": 1, "ephemeral-storage": 100 * GiB}))
+    assert placed is not None and placed.containers[0].cpu_ids == frozenset({0})
+
+
+def test_a_sidecar_is_listed_after_the_app_containers_and_its_cpus_are_not_reused() -> None:
+    k = kubelet()
+    sidecar = Container("side", {"cpu": 1, "memory": GiB}, {"cpu": 1, "memory": GiB}, restart_policy="Always")
+    app = Container("c0", {"cpu": 2, "memory": GiB}, {"cpu": 2, "memory": GiB})
+    placed = k.admit(
+        Pod("ns", "a", containers=(app,), init_containers=(sidecar,), status_qos_class=QOS_GUARANTEED)
+    )
+    assert placed is not None
+    assert [(c.name, sorted(c.cpu_ids)) for c in placed.containers] == [("c0", [1, 2]), ("side", [0])]
+    assert cpus_by_zone(k) == [1, 4]

@@ -92,3 +92,39 @@ def test_the_simulator_reads_durations_like_every_other_command() -> None:
     assert parse_duration("1m30s", bare_seconds=True) == 90.0
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("10 s", bare_seconds=True)
+
+
+def test_a_node_shape_may_group_its_cpus_into_smt_cores() -> None:
+    ((_, shape),) = parse_node_shapes("2x32c2t-192Gi")
+    assert (shape.cpus_per_zone, shape.threads_per_core) == (32, 2)
+    ((_, plain),) = parse_node_shapes("2x32c-192Gi")
+    assert plain.threads_per_core == 1
+    for bad in ("2x31c2t-8Gi", "2x8c9t-8Gi", "2x1.5c-8Gi", "2x8c-8Gi+init2c"):
+        with pytest.raises(InputError, match="--shape"):
+            parse_node_shapes(bad)
+
+
+def test_a_pod_mix_may_add_init_containers_sidecars_fractional_and_burstable_pods() -> None:
+    (_, init), (_, frac), (_, burst) = parse_pod_mix(
+        "50%:4c-8Gi+init2c+sidecar1c-1Gi+nic1,30%:1.5c-1Gi,20%:2c-2Gi+burstable"
+    )
+    assert [(i.cpus, i.memory, i.sidecar) for i in init.inits] == [(2, 8 * GiB, False), (1, GiB, True)]
+    assert init.request["example.com/nic"] == 1 and not init.burstable
+    assert init.pod_cpus == 5  # the app container and the sidecar; the init container needs 2 + 0
+    assert frac.request["cpu"] * 1000 == 1500
+    assert burst.burstable and burst.inits == ()
+    for bad in ("2c-1Gi+init", "0.0001c-1Gi", "2c2t-1Gi", "2c-1Gi+sidecarc"):
+        with pytest.raises(InputError, match="--pod-mix"):
+            parse_pod_mix(bad)
+
+
+def test_old_pod_mixes_read_as_before() -> None:
+    ((_, shape),) = parse_pod_mix("2x4c-8Gi+hp2+nic1")
+    assert (shape.containers, shape.inits, shape.burstable) == (2, (), False)
+    assert dict(shape.request) == {
+        "cpu": 4,
+        "memory": 8 * GiB,
+        "hugepages-1Gi": 2 * GiB,
+        "example.com/nic": 1,
+    }
+    assert type(shape.request["cpu"]) is int

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.model.pod import Pod, effective_request
+from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
@@ -38,7 +38,9 @@ class Reservation:
 
     @classmethod
     def for_pod(cls, pod: Pod, now: float, source: str = SOURCE_RESERVE) -> Reservation:
-        return cls(pod.namespace, pod.name, pod.uid, effective_request(pod), now, source)
+        # What the kubelet will hold: sidecars add to the app containers. The reference's sum
+        # (sidecars as plain init containers) under-reserves a pod with sidecars.
+        return cls(pod.namespace, pod.name, pod.uid, kubelet_pod_request(pod), now, source)
 
     def to_dict(self) -> dict[str, Any]:
         return {

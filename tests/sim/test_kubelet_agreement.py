@@ -1,0 +1,95 @@
+"""The simulated kubelet rejects what the kubelet rejects, and the consumer's Filter agrees with it.
+
+Random sequences of pods (init containers, sidecars, fractional and Burstable ones among them) are
+admitted and released on one simulated node; before each admission the real agent pipeline
+publishes the node's NRT from the kubelet's ``List`` and checkpoints, and the consumer's Filter
+decides on that NRT. Filter must never admit what the kubelet rejects (that would be a
+TopologyAffinityError), and where admission is exact over counts (``single-numa-node``, and any
+pod of one unit) the two verdicts must be the same.
+"""
+
+import random
+
+import pytest
+
+from rte.consumer.filter import filter_node
+from rte.consumer.numaview import build_view
+from rte.model.pod import PHASE_RUNNING, Pod
+from rte.model.vocabulary import FingerprintMethod
+from rte.sim.agent import SimAgent
+from rte.sim.hardware import build_hardware
+from rte.sim.kubelet import SimKubelet
+from rte.sim.specs import GiB, parse_node_shapes, parse_pod_mix
+from rte.sim.workload import template_pod
+
+MIX = parse_pod_mix(
+    "20%:2c-2Gi,10%:3c-1Gi,10%:2x2c-4Gi,10%:1c-1Gi+nic1,10%:6c-6Gi,10%:2c-2Gi+init4c,"
+    "10%:2c-2Gi+sidecar1c,10%:1.5c-1Gi,5%:2c-1Gi+burstable,5%:1c-1Gi+init2c+sidecar2c"
+)
+
+CASES = [
+    ("single-numa-node", "container", "2x8c2t-32Gi+nic2"),
+    ("single-numa-node", "pod", "4x4c-32Gi+nic1"),
+    ("restricted", "container", "4x4c2t-32Gi+nic1"),
+    ("restricted", "pod", "2x8c-16Gi+nic2"),
+]
+
+
+@pytest.mark.parametrize(("policy", "scope", "shape"), CASES)
+@pytest.mark.parametrize("seed", range(6))
+def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rejects(
+    policy: str, scope: str, shape: str, seed: int
+) -> None:
+    ((_, node_shape),) = parse_node_shapes(shape)
+    hw = build_hardware(node_shape, policy=policy, scope=scope, reserved_cpus=2, reserved_memory=GiB)
+    kubelet = SimKubelet(hw)
+    agent = SimAgent("n", hw, kubelet, method=FingerprintMethod.ALL)
+    rng = random.Random(seed)
+    running: dict[tuple[str, str], Pod] = {}
+    verdicts = {"admitted": 0, "rejected": 0}
+    for i in range(60):
+        if running and rng.random() < 0.3:
+            key = rng.choice(sorted(running))
+            assert kubelet.release(key)
+            del running[key]
+            continue
+        shape_index = rng.choices(range(len(MIX)), [p for p, _ in MIX])[0]
+        candidate = template_pod(MIX[shape_index][1], "default-scheduler", name=f"p{i}")
+        topology, _ = agent.snapshot(running)
+        assert agent.findings == 0
+        verdict = filter_node(candidate, build_view(topology), hw.node_allocatable)
+        admitted = kubelet.admit(candidate) is not None
+        if verdict.fits:
+            assert admitted, (
+                f"Filter admitted {candidate.name} ({MIX[shape_index][1].text}): {verdict.reason}"
+            )
+        units = len(candidate.containers) + len(candidate.init_containers)
+        if policy == "single-numa-node" or units == 1:
+            assert verdict.fits == admitted, verdict.reason
+        verdicts["admitted" if admitted else "rejected"] += 1
+        if admitted:
+            running[candidate.key] = Pod(
+                candidate.namespace,
+                candidate.name,
+                node_name="n",
+                phase=PHASE_RUNNING,
+                containers=candidate.containers,
+                init_containers=candidate.init_containers,
+                status_qos_class=candidate.status_qos_class,
+            )
+    assert verdicts["admitted"] and verdicts["rejected"]  # the sequence reached a full node
+
+
+def test_the_published_nrt_charges_what_only_the_checkpoints_know() -> None:
+    ((_, node_shape),) = parse_node_shapes("2x8c-16Gi")
+    hw = build_hardware(
+        node_shape, policy="single-numa-node", scope="container", reserved_cpus=0, reserved_memory=0
+    )
+    kubelet = SimKubelet(hw)
+    agent = SimAgent("n", hw, kubelet, method=FingerprintMethod.ALL)
+    ((_, shape),) = parse_pod_mix("1c-1Gi+init4c-3Gi")
+    assert kubelet.admit(template_pod(shape, "default-scheduler", name="a")) is not None
+    topology, _ = agent.snapshot({})
+    zone0 = {r.name: r.available for r in topology.zones[0].resources}
+    assert zone0["cpu"] == 4  # the init container's 4 CPUs, which List does not report
+    assert zone0["memory"] == 5 * GiB  # and its 3Gi block, the app container reusing 1Gi of it
