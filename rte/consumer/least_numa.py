@@ -197,6 +197,12 @@ def _single_zone_table(view: NumaView) -> tuple[int, tuple[tuple[float, int], ..
     return cached  # type: ignore[return-value]
 
 
+def zones_at_minimum_distance(view: NumaView) -> int:
+    """The zones (positions) whose self distance is the minimum average distance of a single-zone
+    set: where a pod that fits one zone earns LeastNUMANodes' bonus."""
+    return _single_zone_table(view)[0]
+
+
 def _pick_single(view: NumaView, fitting: int) -> tuple[Combo | None, bool]:
     at_minimum, ordered = _single_zone_table(view)
     hit = fitting & at_minimum
