@@ -12,6 +12,7 @@ from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.passthrough import PassthroughCache
 from rte.consumer.kernel.mirror import mirror_of
 from rte.consumer.kernel.table import ABSENT, NodeTable, row_data
+from rte.consumer.least_numa import _single_zone_table, zones_at_minimum_distance
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.store import ADDED, NRTStore
 from rte.model.admission.node import NodeFacts
@@ -133,3 +134,11 @@ def test_the_mirror_rewrites_only_the_rows_whose_view_changed() -> None:
     assert mirror.table.views[int(rows[1])] is lookups[0].view
     assert bool(np.asarray(mirror.table.fractional["cpu"][int(rows[1]), 0]))
     assert mirror_of(cache) is mirror
+
+
+def test_the_zones_earning_the_distance_bonus_equal_the_least_numa_walks_single_zone_table() -> None:
+    rng = random.Random(7)
+    for i in range(300):
+        node = build_view(random_topology(rng, f"n{i}"))
+        fresh = build_view(node.source)  # its memo not yet filled by the walk below
+        assert zones_at_minimum_distance(fresh) == _single_zone_table(node)[0], node.distances
