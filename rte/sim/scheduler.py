@@ -12,8 +12,11 @@ the NUMA score counts.
 simulator knows every event that changes a node's state (an NRT reaching the store, a
 reservation, a bind, a pod that ends, a cache flush). So verdicts and scores are memoised per
 (pod shape, node) and recomputed only for nodes changed since that shape was last scheduled;
-picking the best node is then one pass over the memo. With ``verify`` every cycle also
-recomputes every node from scratch and raises if the memo differs (tests use it).
+picking the best node is then one pass over the memo. Many changed nodes are decided at once by
+the consumer's decision kernel (:mod:`rte.consumer.kernel`) over a table of the views the cache
+serves, a few one by one on the scalar path (the kernel's fixed cost is larger than a handful of
+nodes'); both give the same answers. With ``verify`` every cycle also recomputes every node from
+scratch on the scalar path and raises if the memo differs (tests use it).
 
 **The reserve cache's marks.** The real plugin reports every NUMA filter failure to the cache
 (``mark_maybe_over_reserved``) and, in rte, every success (``note_filter_success``, which ends
@@ -29,9 +32,14 @@ from collections.abc import Mapping, Sequence
 
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.filter import filter_node
+from rte.consumer.kernel.decide import decide
+from rte.consumer.kernel.table import NodeTable
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import ScoringStrategy, score_node
 from rte.model.pod import Pod, effective_request
+
+KERNEL_MIN_NODES = 32
+"""Changed nodes from which one kernel call decides them, rather than the scalar path node by node."""
 
 
 class VerifyError(AssertionError):
@@ -75,6 +83,10 @@ class SimScheduler:
         self._marked: set[int] = set()
         self.evaluations = 0
         """Filter (and Score) evaluations actually computed."""
+        self.table = NodeTable(capacity=len(self.names))
+        """The views the cache served, row ``k`` for node ``k``: what the kernel decides on."""
+        for name, names in zip(self.names, self.allocatable_names, strict=True):
+            self.table.put(self.table.row(name), None, True, names)
 
     # --- state changes -------------------------------------------------------------------
 
@@ -128,15 +140,39 @@ class SimScheduler:
         if not dirty:
             return
         feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
-        for node in sorted(dirty):
+        nodes = sorted(dirty)
+        for node in nodes:
             feasible.pop(node, None)
             numa_fail.discard(node)
-            result = self._evaluate(node, shape)
-            if result is None:
-                numa_fail.add(node)
-            elif result >= 0:
-                feasible[node] = result
+        if len(nodes) >= KERNEL_MIN_NODES:
+            self._decide_many([n for n in nodes if self.node_fits(n, shape)], shape)
+        else:
+            for node in nodes:
+                result = self._evaluate(node, shape)
+                if result is None:
+                    numa_fail.add(node)
+                elif result >= 0:
+                    feasible[node] = result
         dirty.clear()
+
+    def _decide_many(self, nodes: list[int], shape: int) -> None:
+        """Filter and Score ``nodes`` (past the node-level fit) through the kernel, into the memo."""
+        if not nodes:
+            return
+        table, tokens = self.table, self.table.tokens
+        for node in nodes:
+            view, fresh = self.cache.get(self.names[node])
+            if tokens[node][0] is not view or tokens[node][1] != fresh:
+                table.put(node, view, fresh, self.allocatable_names[node])
+        self.evaluations += len(nodes)
+        verdicts = decide(self.shapes[shape], table, nodes, self.strategy)
+        assert verdicts.scores is not None
+        feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
+        for node, fits, score in zip(nodes, verdicts.fits.tolist(), verdicts.scores.tolist(), strict=True):
+            if fits:
+                feasible[node] = score
+            else:
+                numa_fail.add(node)
 
     def _report_marks(self, shape: int) -> None:
         for node in sorted(self._numa_fail[shape] - self._marked):
