@@ -28,6 +28,7 @@ dirty mark, which only a flush clears) and makes the calls that change it.
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 
 from rte.consumer.cache.interface import NRTCache
@@ -40,6 +41,39 @@ from rte.model.pod import Pod, effective_request
 
 KERNEL_MIN_NODES = 32
 """Changed nodes from which one kernel call decides them, rather than the scalar path node by node."""
+
+
+class _Ranking:
+    """The feasible nodes' scores, and per score its nodes in ascending order: the best nodes
+    in order without a pass over every node each cycle (scores are 0..100)."""
+
+    def __init__(self) -> None:
+        self.scores: dict[int, int] = {}
+        self._by_score: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.scores
+
+    def add(self, node: int, score: int) -> None:
+        """Rank ``node`` (not ranked yet) at ``score``."""
+        self.scores[node] = score
+        insort(self._by_score.setdefault(score, []), node)
+
+    def discard(self, node: int) -> None:
+        score = self.scores.pop(node, None)
+        if score is None:
+            return
+        nodes = self._by_score[score]
+        del nodes[bisect_left(nodes, node)]
+        if not nodes:
+            del self._by_score[score]
+
+    def best(self) -> list[int]:
+        """The nodes of the highest score, ascending (empty when none is feasible)."""
+        return self._by_score[max(self._by_score)] if self._by_score else []
 
 
 class VerifyError(AssertionError):
@@ -76,7 +110,7 @@ class SimScheduler:
         self.verify = verify
         every = range(len(self.names))
         self._dirty: list[set[int]] = [set(every) for _ in self.shapes]
-        self._feasible: list[dict[int, int]] = [{} for _ in self.shapes]
+        self._feasible: list[_Ranking] = [_Ranking() for _ in self.shapes]
         self._numa_fail: list[set[int]] = [set() for _ in self.shapes]
         self._streak = [0] * len(self.names)
         self._streaking: set[int] = set()
@@ -142,7 +176,7 @@ class SimScheduler:
         feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
         nodes = sorted(dirty)
         for node in nodes:
-            feasible.pop(node, None)
+            feasible.discard(node)
             numa_fail.discard(node)
         if len(nodes) >= KERNEL_MIN_NODES:
             self._decide_many([n for n in nodes if self.node_fits(n, shape)], shape)
@@ -152,7 +186,7 @@ class SimScheduler:
                 if result is None:
                     numa_fail.add(node)
                 elif result >= 0:
-                    feasible[node] = result
+                    feasible.add(node, result)
         dirty.clear()
 
     def _decide_many(self, nodes: list[int], shape: int) -> None:
@@ -170,7 +204,7 @@ class SimScheduler:
         feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
         for node, fits, score in zip(nodes, verdicts.fits.tolist(), verdicts.scores.tolist(), strict=True):
             if fits:
-                feasible[node] = score
+                feasible.add(node, score)
             else:
                 numa_fail.add(node)
 
@@ -196,7 +230,7 @@ class SimScheduler:
                 failing.add(node)
             elif result >= 0:
                 feasible[node] = result
-        if feasible != self._feasible[shape] or failing != self._numa_fail[shape]:
+        if feasible != self._feasible[shape].scores or failing != self._numa_fail[shape]:
             raise VerifyError(f"memoised verdicts differ for shape {shape}")
 
     def decide(self, shape: int) -> int | None:
@@ -206,13 +240,9 @@ class SimScheduler:
             self._check(shape)
         if self.report_marks:
             self._report_marks(shape)
-        feasible = self._feasible[shape]
-        if not feasible:
+        ties = self._feasible[shape].best()
+        if not ties:
             return None
-        best = max(feasible.values())
-        ties = [n for n, score in feasible.items() if score == best]
-        if len(ties) > 1:
-            ties.sort()
         return ties[0] if len(ties) == 1 else self.rng.choice(ties)
 
     def feasible_count(self, shape: int) -> int:
