@@ -46,5 +46,5 @@ def test_a_large_simulation_sends_its_changed_nodes_through_the_kernel(
         return verdicts
 
     monkeypatch.setattr(scheduler, "decide", counting)
-    run_simulation(replace(BASE, nodes=40, pods=60, verify=False))
+    run_simulation(replace(BASE, nodes=scheduler.KERNEL_MIN_NODES + 16, pods=30, verify=False))
     assert calls and max(calls) >= scheduler.KERNEL_MIN_NODES
