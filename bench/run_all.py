@@ -1,6 +1,6 @@
 """Run every benchmark and print one table with the targets beside the figures.
 
-    python -m bench.run_all            # everything (about 3 minutes on a 2-core machine)
+    python -m bench.run_all            # everything (about 4 minutes on a 2-core machine)
     python -m bench.run_all --quick    # skip the slow ones (agent process, 1000-node simulation)
 
 Each benchmark module also runs on its own (``python -m bench.bench_<name>``) with more detail.

@@ -85,6 +85,13 @@ def test_package_imports_nothing_beyond_its_boundary(
     assert offending == []
 
 
+def test_the_agents_commands_load_no_numpy() -> None:
+    # `rte run` and `rte dump` go through the command line; NumPy belongs to the consumer's kernel.
+    loaded = _loaded_after_importing(["rte.cli", "rte.commands.run", "rte.commands.dump"])
+    assert [m for m in loaded if m.split(".")[0] in ("numpy", "matplotlib")] == []
+    assert [m for m in loaded if m.startswith("rte.consumer.kernel")] == []
+
+
 def _imported_names(path: Path, package: str) -> set[str]:
     """Every module an ``import`` in ``path`` names, function-level imports included."""
     names: set[str] = set()

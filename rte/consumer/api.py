@@ -3,19 +3,23 @@
 :func:`evaluate` is what ``rte fit`` calls. The pod is prepared once; each node brings its
 precomputed :class:`~rte.consumer.numaview.NumaView` (or None without an NRT), the names of its
 allocatable resources when the Node object is known, and whether the reserve cache still trusts
-its data. :func:`evaluate_through_cache` is the same for a scheduler that keeps a reserve cache:
-nodes by name, views from the cache, and the cache's bookkeeping done as the extender does it.
+its data. :func:`evaluate_table` is the same over a :func:`node_table` built once for many pods,
+with columnar results: the form for thousands of nodes. :func:`evaluate_through_cache` is the
+same for a scheduler that keeps a reserve cache: nodes by name, views from the cache, and the
+cache's bookkeeping done as the extender does it. All of them decide through the kernel
+(:mod:`rte.consumer.kernel`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cycle import filter_nodes, score_nodes
-from rte.consumer.filter import filter_node
+from rte.consumer.kernel.decide import Verdicts, decide
+from rte.consumer.kernel.table import NodeTable
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import DEFAULT_STRATEGY, Scorer, ScoringStrategy
@@ -66,6 +70,38 @@ def _prepared(pod: Pod | PreparedPod, compat: Compat | str) -> PreparedPod:
     return prepare_pod(pod, compat=Compat.parse(compat, "compat"))
 
 
+def node_table(nodes: Iterable[NodeCandidate]) -> NodeTable:
+    """The columns of ``nodes`` that :func:`evaluate_table` decides on, built once for many pods.
+
+    Node names must be distinct. When a node's view changes, rewrite its row in place:
+    ``table.put(table.row(name), view, fresh, allocatable)``.
+    """
+    nodes = list(nodes)
+    return NodeTable.of(
+        [n.name for n in nodes],
+        [n.view for n in nodes],
+        [n.fresh for n in nodes],
+        [n.allocatable for n in nodes],
+    )
+
+
+def evaluate_table(
+    pod: Pod | PreparedPod,
+    table: NodeTable,
+    strategy: ScoringStrategy | str = DEFAULT_STRATEGY,
+    weights: Mapping[str, int] | None = None,
+    *,
+    rows: Sequence[int] | None = None,
+    compat: Compat | str = Compat.KUBELET,
+) -> Verdicts:
+    """Filter and score ``pod`` on the table's nodes (``rows``: a selection, by row index), as
+    columns: ``verdicts.fits`` and ``verdicts.scores`` (-1 where filtered out) are NumPy arrays
+    in row order, ``verdicts.names()`` and ``verdicts.reasons()`` lists. The fast form of
+    :func:`evaluate` for a scheduler that keeps its nodes in a :func:`node_table`."""
+    prep = _prepared(pod, compat)
+    return decide(prep, table, rows, _strategy(strategy, weights))
+
+
 def evaluate(
     pod: Pod | PreparedPod,
     nodes: Iterable[NodeCandidate],
@@ -81,14 +117,23 @@ def evaluate(
     the kubelet's admission (the default) or ``reference``, the reference plugin's decisions bit
     for bit; it applies to a plain Pod (a prepared pod keeps the rules it was prepared for).
     """
+    nodes = list(nodes)
     prep = _prepared(pod, compat)
-    scorer = Scorer(prep, _strategy(strategy, weights))
-    decisions = []
-    for node in nodes:
-        verdict = filter_node(prep, node.view, node.allocatable, fresh=node.fresh)
-        score = scorer(node.view, fresh=node.fresh) if verdict.fits else None
-        decisions.append(Decision(node.name, verdict.fits, verdict.reason, score))
-    return decisions
+    scoring = _strategy(strategy, weights)
+    # Rows keyed by position: the same node may be listed twice.
+    table = NodeTable.of(
+        [str(i) for i in range(len(nodes))],
+        [n.view for n in nodes],
+        [n.fresh for n in nodes],
+        [n.allocatable for n in nodes],
+    )
+    verdicts = decide(prep, table, None, scoring)
+    return [
+        Decision(node.name, fits, reason, verdicts.score(k))
+        for k, (node, fits, reason) in enumerate(
+            zip(nodes, verdicts.fits.tolist(), verdicts.reasons(), strict=True)
+        )
+    ]
 
 
 def evaluate_through_cache(

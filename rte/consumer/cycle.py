@@ -13,8 +13,10 @@ extender, a Python scheduler using the library) must do it the same way:
   zone the kubelet would pick is busy (:func:`rte.consumer.load.weighted_score`); the filter
   mode needs nothing here, the cache already serves views without the busy zones.
 
-The simulator keeps its own memoised copy of this bookkeeping (it re-evaluates only the nodes
-that changed); everything else calls these functions.
+Both decide through the kernel (:mod:`rte.consumer.kernel`) over a table mirroring the views the
+cache serves (:mod:`rte.consumer.kernel.mirror`). The simulator keeps its own memoised copy of
+this bookkeeping (it re-evaluates only the nodes that changed); everything else calls these
+functions.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 
 from rte.consumer.cache.config import LoadMode
 from rte.consumer.cache.interface import NRTCache
-from rte.consumer.filter import filter_node
+from rte.consumer.kernel.decide import decide
+from rte.consumer.kernel.mirror import mirror_of
 from rte.consumer.load import weighted_score
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import Scorer
@@ -51,19 +54,21 @@ def filter_nodes(
     ``allocatable`` maps a node name to the names in its ``status.allocatable``; a node missing
     from it (or None) skips the node-allocatable check, as when the Node object is unknown.
     """
+    names = list(nodes)
+    mirror = mirror_of(cache)
+    with mirror.lock:
+        rows, lookups = mirror.sync(names, cache, prep.pod)
+        per_row = [allocatable.get(name) for name in names] if allocatable else None
+        verdicts = decide(prep, mirror.table, rows, allocatable=per_row)
     outcome = FilterOutcome()
-    pod = prep.pod
-    for name in nodes:
-        lookup = cache.get(name, pod)
-        verdict = filter_node(
-            prep, lookup.view, allocatable.get(name) if allocatable else None, fresh=lookup.fresh
-        )
-        if verdict.fits:
+    for name, lookup, fits, reason in zip(
+        names, lookups, verdicts.fits.tolist(), verdicts.reasons(), strict=True
+    ):
+        if fits:
             outcome.passed.append(name)
-            outcome.reasons[name] = verdict.reason
+            outcome.reasons[name] = reason
             cache.note_filter_success(name)
             continue
-        reason = verdict.reason
         if not lookup.fresh:
             detail = cache.unfresh_reason(name)
             reason = f"{reason}: {detail}" if detail else reason
@@ -78,19 +83,20 @@ def score_nodes(
 ) -> list[tuple[str, int]]:
     """``(node, score 0..100)`` of ``prep`` on each of ``nodes`` through ``cache``, in the order asked.
 
-    ``scorer`` must have been built for ``prep``. Nodes are assumed to have passed Filter, as
-    the scheduler only scores those.
+    ``scorer`` must have been built for ``prep`` (its strategy is used). Nodes are assumed to have
+    passed Filter, as the scheduler only scores those; any node given is scored.
     """
+    names = list(nodes)
+    mirror = mirror_of(cache)
+    with mirror.lock:
+        rows, lookups = mirror.sync(names, cache, prep.pod)
+        verdicts = decide(prep, mirror.table, rows, scorer.strategy, score_failed=True)
+    assert verdicts.scores is not None
+    scores = verdicts.scores.tolist()
     load = cache.config.load
-    scaled = load.mode is LoadMode.SCORE
-    pod = prep.pod
-    scores: list[tuple[str, int]] = []
-    for name in nodes:
-        lookup = cache.get(name, pod)
-        score = scorer(lookup.view, fresh=lookup.fresh)
-        if scaled and score and lookup.view is not None:
-            # The zone the kubelet would pick decides whether the pod lands on a busy zone.
-            numa_id = filter_node(prep, lookup.view, fresh=lookup.fresh).numa_id
-            score = weighted_score(score, lookup.view, load, numa_id)
-        scores.append((name, score))
-    return scores
+    if load.mode is LoadMode.SCORE:
+        # The zone the kubelet would pick decides whether the pod lands on a busy zone.
+        for k, lookup in enumerate(lookups):
+            if scores[k] and lookup.view is not None:
+                scores[k] = weighted_score(scores[k], lookup.view, load, verdicts.numa_id(k))
+    return list(zip(names, scores, strict=True))

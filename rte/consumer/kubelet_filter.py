@@ -74,13 +74,21 @@ def node_of(view: NumaView) -> NodeResources:
     return node  # type: ignore[return-value]
 
 
-def _not_allocatable(prep: PreparedPod, allocatable: Collection[str]) -> str | None:
+def checked_allocatable(prep: PreparedPod) -> tuple[str, ...]:
+    """The resources the pod requests that a node's allocatable must name (in the order checked),
+    memoised on the pod; ``cpu``, ``memory``, ``pods`` and ``ephemeral-storage`` always count as
+    named."""
     names = prep.memo.get("checked-allocatable")
     if names is None:
         names = prep.memo["checked-allocatable"] = tuple(
             dict.fromkeys(i.name for r in prep.init + prep.app for i in r.nonzero if not i.always_allocatable)
         )
-    for name in names:  # type: ignore[attr-defined]
+    return names  # type: ignore[return-value]
+
+
+def not_allocatable(prep: PreparedPod, allocatable: Collection[str]) -> str | None:
+    """Why the node cannot take the pod at all (a requested resource it does not name), or None."""
+    for name in checked_allocatable(prep):
         if name not in allocatable:
             return f"{name} is not allocatable on the node"
     return None
@@ -89,7 +97,7 @@ def _not_allocatable(prep: PreparedPod, allocatable: Collection[str]) -> str | N
 def kubelet_filter(prep: PreparedPod, view: NumaView, allocatable: Collection[str] | None) -> FilterResult:
     """Filter ``prep`` on ``view`` by the kubelet's admission rules."""
     if allocatable is not None:
-        missing = _not_allocatable(prep, allocatable)
+        missing = not_allocatable(prep, allocatable)
         if missing:
             return FilterResult(FilterCode.UNSCHEDULABLE, missing)
     return admitted_on(prep, view)
@@ -211,6 +219,11 @@ def _holding(table: Thresholds | None, amount: int) -> int:
     return masks[bisect_left(values, amount)]
 
 
+def fits_zone_reason(numa_id: int) -> str:
+    """The verdict on a pod admitted to one zone."""
+    return f"fits NUMA zone {numa_id}"
+
+
 def _success(prep: PreparedPod, view: NumaView, unit: AdmissionUnit, position: int) -> FilterResult:
     numa_id = view.ids[position]
     key = (id(unit), numa_id, position, len(view.ids) == 1)  # the unit is memoised: its id is stable
@@ -222,7 +235,7 @@ def _success(prep: PreparedPod, view: NumaView, unit: AdmissionUnit, position: i
         mask = None  # the whole machine: single-numa-node drops the mask (policy_single_numa_node.go)
     ids = None if mask is None else to_ids(mask, view.ids)
     admitted = UnitAdmission(unit.name, unit.kind, mask, ids, True, True)
-    reason = f"fits NUMA zone {numa_id}"
+    reason = fits_zone_reason(numa_id)
     placements = ((unit.name, numa_id),)
     result = FilterResult(
         FilterCode.SUCCESS, reason, numa_id, placements, Admission(True, reason, "", (admitted,))

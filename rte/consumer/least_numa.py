@@ -197,6 +197,21 @@ def _single_zone_table(view: NumaView) -> tuple[int, tuple[tuple[float, int], ..
     return cached  # type: ignore[return-value]
 
 
+def zones_at_minimum_distance(view: NumaView) -> int:
+    """The zones (positions) whose self distance is the minimum average distance of a single-zone
+    set: where a pod that fits one zone earns LeastNUMANodes' bonus.
+
+    Equal to :func:`_single_zone_table`'s mask without walking its table: a lone zone's average
+    distance is its self cost rounded to float32 (what :func:`average_distance` gives for it).
+    """
+    cached = view.memo.get("least-numa-single")
+    if cached is not None:
+        return int(cached[0])  # type: ignore[index]
+    costs = [float32(float(row[i])) for i, row in enumerate(view.distances)]
+    minimum = min([float(MISSING_DISTANCE), *costs])
+    return sum(1 << i for i, cost in enumerate(costs) if cost == minimum)
+
+
 def _pick_single(view: NumaView, fitting: int) -> tuple[Combo | None, bool]:
     at_minimum, ordered = _single_zone_table(view)
     hit = fitting & at_minimum

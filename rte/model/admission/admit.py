@@ -29,6 +29,7 @@ from rte.model.admission.masks import MAX_ENUMERATED_ZONES, is_narrower, popcoun
 from rte.model.admission.merge import merge_hints
 from rte.model.admission.node import NodeResources, Working, sum_over
 from rte.model.admission.reasons import (
+    POLICY_NONE_ADMITTED,
     TOPOLOGY_AFFINITY_ERROR,
     UNEXPECTED_ADMISSION_ERROR,
     listing,
@@ -108,7 +109,7 @@ def admit_pod(
             if failure:
                 return Admission(False, failure, failure.partition(":")[0], tuple(done))
             done.append(UnitAdmission(unit.name, unit.kind, None, None, False, False))
-        return Admission(True, "topology manager policy none: nothing is aligned", units=tuple(done))
+        return Admission(True, POLICY_NONE_ADMITTED, units=tuple(done))
     if len(node.ids) > MAX_ENUMERATED_ZONES:
         return Admission(
             False,

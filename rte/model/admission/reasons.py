@@ -20,6 +20,11 @@ TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 SMT_ALIGNMENT_ERROR = "SMTAlignmentError"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 
+POLICY_NONE_ADMITTED = "topology manager policy none: nothing is aligned"
+"""The verdict on every pod the managers can allocate under policy ``none``."""
+NOTHING_TO_ALIGN = "fits: no request needs NUMA alignment"
+"""The verdict on a pod none of whose requests any manager aligns."""
+
 _NOUNS = {KIND_INIT: "init container", KIND_SIDECAR: "sidecar container", KIND_APP: "container"}
 
 
@@ -116,7 +121,7 @@ def success_reason(masks: Mapping[str, int | None], ids: Sequence[int], pod_scop
     """``fits NUMA zone 1``, ``fits NUMA zones {0,1}``, ``fits NUMA zones a=0, b={1,2}``."""
     aligned = {name: m for name, m in masks.items() if m is not None}
     if not aligned:
-        return "fits: no request needs NUMA alignment"
+        return NOTHING_TO_ALIGN
     distinct = set(aligned.values())
     if len(distinct) == 1:
         (mask,) = distinct

@@ -1,0 +1,327 @@
+"""Filter and Score of one pod on many table rows: the kernel where it covers the shape, the
+scalar path where it does not, with the same answers either way.
+
+:func:`decide` runs, in the order :func:`rte.consumer.filter.filter_node` checks them: a
+BestEffort pod without devices passes everywhere; a row the cache distrusts fails; a row without
+an NRT passes; then the node-allocatable check (per distinct allocatable collection, not per
+row); then the kubelet's rules, per group of rows sharing the facts that decide the pod's
+admission units (:mod:`.fastpath`), and Score on the zone each admitted row chose
+(:mod:`.zonescore`). Rows the kernel leaves undecided, and every row under the reference
+plugin's rules, go through the scalar Filter and Score one by one.
+
+Reasons are interned: each verdict carries the index of its reason in a short list of distinct
+texts (one per zone, per refusal pattern, per constant verdict, per scalar verdict), so a
+decision over 50,000 rows builds only a handful of strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rte.consumer.filter import filter_node
+from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, refusal_reason
+from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
+from rte.consumer.kernel.zonescore import (
+    allocated_scores,
+    balanced_scores,
+    exact_enough,
+    least_numa_scores,
+)
+from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
+from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
+from rte.consumer.requests import PreparedPod, Request, kubelet_units
+from rte.consumer.score import Scorer, ScoringStrategy, Weighted
+from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_ALLOCATED
+from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
+from rte.model.topology_manager import POLICY_NONE
+
+_NONE = POLICY_CODES[POLICY_NONE]
+
+
+class _Texts:
+    """Distinct reason texts, each with a code."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        code = self._codes.get(text)
+        if code is None:
+            code = self._codes[text] = len(self.items)
+            self.items.append(text)
+        return code
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Verdicts:
+    """Filter's verdict (and Score's, when asked) on each selected row, in selection order."""
+
+    table_names: Sequence[str]
+    rows: Ints
+    """The table rows decided, in the order asked."""
+    fits: Bools
+    reason_codes: Ints
+    texts: Sequence[str]
+    numa_ids: Ints
+    """The zone the kubelet would pick where the verdict names one (-1: none)."""
+    scores: Ints | None
+    """0..100 where scored (rows that fit, or every row with ``score_failed``), else -1; None
+    when no strategy was given."""
+    scalar_rows: int
+    """How many rows the scalar path decided (the rest: the kernel)."""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def names(self) -> list[str]:
+        names = self.table_names
+        return [names[r] for r in self.rows.tolist()]
+
+    def reasons(self) -> list[str]:
+        texts = self.texts
+        return [texts[c] for c in self.reason_codes.tolist()]
+
+    def reason(self, k: int) -> str:
+        return self.texts[int(self.reason_codes[k])]
+
+    def score(self, k: int) -> int | None:
+        if self.scores is None or self.scores[k] < 0:
+            return None
+        return int(self.scores[k])
+
+    def numa_id(self, k: int) -> int | None:
+        numa_id = int(self.numa_ids[k])
+        return None if numa_id < 0 else numa_id
+
+
+def decide(
+    prep: PreparedPod,
+    table: NodeTable,
+    rows: Sequence[int] | Ints | None = None,
+    strategy: ScoringStrategy | None = None,
+    *,
+    allocatable: Sequence[Collection[str] | None] | None = None,
+    score_failed: bool = False,
+) -> Verdicts:
+    """Filter (and, with ``strategy``, Score) ``prep`` on the table's ``rows`` (None: every row).
+
+    ``allocatable`` gives, per selected row, the names of the Node's allocatable resources (None
+    where unknown); without it the table's own column is read. Score is computed where Filter
+    passes, or everywhere with ``score_failed`` (what a prioritize request asks).
+    """
+    if rows is None:
+        selection: Selection = slice(0, table.size)
+        chosen = np.arange(table.size, dtype=np.int64)
+    else:
+        chosen = np.asarray(rows, dtype=np.int64)
+        selection = chosen
+    count = len(chosen)
+    texts = _Texts()
+    fits = np.zeros(count, np.bool_)
+    codes = np.full(count, -1, np.int64)
+    numa = np.full(count, -1, np.int64)
+    position = np.full(count, -1, np.int64)
+    scalar = np.zeros(count, np.bool_)
+    fresh = table.fresh[selection]
+    usable = fresh & table.has_view[selection]
+    if prep.no_alignment_needed:
+        fits[:] = True
+        codes[:] = texts.code(filter_node(prep, None).reason)
+    else:
+        codes[~fresh] = texts.code(filter_node(prep, None, fresh=False).reason)
+        absent = fresh & ~usable
+        fits[absent] = True
+        codes[absent] = texts.code(filter_node(prep, None).reason)
+        if prep.reference:
+            scalar = usable.copy()  # the reference's own allocatable check words its reasons
+        else:
+            live = _allocatable_passed(prep, table, chosen, allocatable, usable.copy(), codes, texts)
+            state = _State(table, chosen, fits, codes, numa, position, scalar, texts)
+            for group, where in _groups(table, selection, chosen, live):
+                units = kubelet_units(prep, table.units_facts[group], table.units_keys[group])
+                sub = selection if where is None else chosen[where]
+                outcome = decide_group(table, sub, units)
+                state.apply(outcome, np.flatnonzero(live) if where is None else where, where is None)
+    for k in np.flatnonzero(scalar).tolist():
+        view = table.views[int(chosen[k])]
+        if prep.reference:
+            result = filter_node(prep, view, _allocatable_of(table, chosen, allocatable, k))
+        else:
+            assert view is not None  # live rows have a view
+            result = admitted_on(prep, view)
+        fits[k] = result.fits
+        codes[k] = texts.code(result.reason)
+        numa[k] = -1 if result.numa_id is None else result.numa_id
+    scores = None
+    if strategy is not None:
+        target = np.ones(count, np.bool_) if score_failed else fits
+        scores = _scores(prep, strategy, table, chosen, target, usable, position)
+    return Verdicts(table.names, chosen, fits, codes, texts.items, numa, scores, int(scalar.sum()))
+
+
+def _allocatable_of(
+    table: NodeTable, chosen: Ints, allocatable: Sequence[Collection[str] | None] | None, k: int
+) -> Collection[str] | None:
+    return table.allocatable[int(chosen[k])] if allocatable is None else allocatable[k]
+
+
+def _allocatable_passed(
+    prep: PreparedPod,
+    table: NodeTable,
+    chosen: Ints,
+    allocatable: Sequence[Collection[str] | None] | None,
+    live: Bools,
+    codes: Ints,
+    texts: _Texts,
+) -> Bools:
+    """``live`` without the rows whose Node lacks a requested resource (their reason set), each
+    distinct allocatable collection checked once."""
+    if not checked_allocatable(prep):
+        return live
+    if allocatable is None:
+        distinct, inverse = np.unique(table.allocatable_code[chosen], return_inverse=True)
+        sets = table.allocatable_sets
+        verdicts = [None if c < 0 else not_allocatable(prep, sets[c]) for c in distinct.tolist()]
+    else:
+        keys = np.fromiter(map(id, allocatable), np.int64, len(allocatable))
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        given = [allocatable[k] for k in first.tolist()]
+        verdicts = [None if names is None else not_allocatable(prep, names) for names in given]
+    for j, missing in enumerate(verdicts):
+        if missing is not None:
+            lacking = live & (inverse == j)
+            live[lacking] = False
+            codes[lacking] = texts.code(missing)
+    return live
+
+
+def _groups(
+    table: NodeTable, selection: Selection, chosen: Ints, live: Bools
+) -> list[tuple[int, Ints | None]]:
+    """(units code, selected positions) per group of live rows sharing their admission units;
+    positions None for the usual single group, decided over the whole selection at once."""
+    if not live.any():
+        return []
+    codes = table.units_code[selection]
+    present = codes[live]
+    first = int(present[0])
+    if (present == first).all():
+        return [(first, None)]
+    return [(int(c), np.flatnonzero(live & (codes == c))) for c in np.unique(present)]
+
+
+class _State:
+    """The per-row verdict arrays :func:`decide` fills, and how a group's outcome lands in them."""
+
+    def __init__(
+        self,
+        table: NodeTable,
+        chosen: Ints,
+        fits: Bools,
+        codes: Ints,
+        numa: Ints,
+        position: Ints,
+        scalar: Bools,
+        texts: _Texts,
+    ) -> None:
+        self.table, self.chosen, self.texts = table, chosen, texts
+        self.fits, self.codes, self.numa, self.position, self.scalar = fits, codes, numa, position, scalar
+
+    def apply(self, outcome: GroupOutcome, where: Ints, whole: bool) -> None:
+        """Copy ``outcome`` to the selected positions ``where`` (the outcome covers the whole
+        selection when ``whole``, else exactly ``where``)."""
+        at = where if whole else np.arange(len(where))
+        rows = self.chosen[where]
+        position = outcome.position[at]
+        placed = position >= 0
+        if placed.any():
+            k, zones = where[placed], position[placed]
+            ids = self.table.ids[rows[placed], zones]
+            lookup = np.full(int(ids.max()) + 1, -1, np.int64)
+            for numa_id in np.unique(ids).tolist():
+                lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
+            self.fits[k] = True
+            self.position[k] = zones
+            self.numa[k] = ids
+            self.codes[k] = lookup[ids]
+        nothing = outcome.nothing[at]
+        if nothing.any():
+            k = where[nothing]
+            policy_none = self.table.policy[rows[nothing]] == _NONE
+            self.fits[k] = True
+            self.codes[k] = np.where(
+                policy_none, self.texts.code(POLICY_NONE_ADMITTED), self.texts.code(NOTHING_TO_ALIGN)
+            )
+        refused = outcome.refused[at]
+        if refused.any():
+            assert outcome.patterns is not None
+            k = where[refused]
+            patterns = outcome.patterns[at][refused]
+            for pattern in np.unique(patterns).tolist():
+                code = self.texts.code(refusal_reason(outcome.entries, pattern))
+                self.codes[k[patterns == pattern]] = code
+        self.scalar[where[~(placed | nothing | refused)]] = True
+
+
+def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:
+    items = tuple((i.name, i.amount, i.ceil, strategy.weight(i.name)) for i in req.items)
+    return items, sum(w for *_, w in items)
+
+
+def _scores(
+    prep: PreparedPod,
+    strategy: ScoringStrategy,
+    table: NodeTable,
+    chosen: Ints,
+    target: Bools,
+    usable: Bools,
+    position: Ints,
+) -> Ints:
+    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does."""
+    scores = np.full(len(chosen), -1, np.int64)
+    if not prep.guaranteed:
+        scores[target] = MAX_SCORE  # the scorer's constant: only Guaranteed pods are ranked
+        return scores
+    scores[target & ~usable] = MIN_SCORE
+    kernel = target & usable & (position >= 0)
+    rest = target & usable & ~kernel
+    if kernel.any():
+        where = np.flatnonzero(kernel)
+        rows, zones = chosen[where], position[where]
+        pod_scope = table.pod_scope[rows]
+        containers = prep.init + prep.app
+        for scope, req in ((True, prep.pod_request), (False, containers[0] if containers else None)):
+            part = pod_scope == scope
+            if not part.any():
+                continue
+            values, undecided = _zone_scores(strategy, table, rows[part], zones[part], req)
+            scores[where[part]] = values
+            rest[where[part][undecided]] = True
+    if rest.any():
+        scorer = Scorer(prep, strategy)
+        for k in np.flatnonzero(rest).tolist():
+            scores[k] = scorer(table.views[int(chosen[k])])
+    return scores
+
+
+def _zone_scores(
+    strategy: ScoringStrategy, table: NodeTable, rows: Ints, zones: Ints, req: Request | None
+) -> tuple[Ints, Bools]:
+    """Scores of one zone per row for a pod whose single unit requests ``req``, and the rows the
+    kernel could not score exactly."""
+    kind = strategy.type
+    undecided = np.zeros(len(rows), np.bool_)
+    if kind == LEAST_NUMA_NODES:
+        return least_numa_scores(table, rows, zones), undecided
+    if req is None or not req.items:
+        return np.full(len(rows), MAX_SCORE, np.int64), undecided
+    weighted = _weighted(req, strategy)
+    if not exact_enough(weighted):
+        return np.zeros(len(rows), np.int64), ~undecided
+    if kind == BALANCED_ALLOCATION:
+        return balanced_scores(table, rows, zones, weighted), undecided
+    return allocated_scores(table, rows, zones, weighted, kind == MOST_ALLOCATED)

@@ -1,0 +1,206 @@
+"""Filter by the kubelet's rules on many table rows at once, where no search over masks is needed.
+
+Two shapes are decided here, each exactly as the scalar path decides it; every other row is
+left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
+
+* **Nothing to align.** No unit (nor a part of a pod-scope unit) asks the CPU or memory manager
+  for anything, and no requested device resource has a topology on the node (no zone lists it,
+  none of its devices has an unknown NUMA node): every provider answers "no preference", every
+  merge admits, every allocation is empty. Policy ``none`` says so in its own words; the other
+  policies admit with :data:`~rte.model.admission.reasons.NOTHING_TO_ALIGN` (a node with more
+  zones than the model enumerates is left to the scalar path, which refuses it).
+* **One unit on a ``single-numa-node`` or ``restricted`` node**, the fast path of
+  :mod:`rte.consumer.kubelet_filter` with the same conditions (no memory groups, no
+  ``prefer-closest-numa-nodes`` under ``restricted``, something hinted): per hinted resource, a
+  ``(rows x zones)`` comparison of the available amount with the request; the unit fits the
+  lowest zone where all hold, unless ``full-pcpus-only``'s check fails (left to the scalar path,
+  which names it). Where no zone holds everything, ``single-numa-node`` refuses (unless memory
+  fits no single zone: the memory manager may still have wider masks), and the refusal is kept as
+  a small bit pattern (which hinted resources the node has a topology for, which no zone holds
+  alone) that :func:`refusal_reason` turns into the scalar path's words once per pattern.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
+from rte.model.admission.masks import MAX_ENUMERATED_ZONES
+from rte.model.admission.reasons import listing, request_text
+from rte.model.admission.units import AdmissionUnit
+from rte.model.topology_manager import POLICY_NONE, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
+
+Selection = slice | Ints
+"""Rows of a table: a slice (whole columns, no copy) or row indices."""
+
+_NONE = POLICY_CODES[POLICY_NONE]
+_RESTRICTED = POLICY_CODES[POLICY_RESTRICTED]
+_SINGLE = POLICY_CODES[POLICY_SINGLE_NUMA_NODE]
+MAX_PATTERN_ENTRIES = 31
+"""Refusal patterns take two bits per hinted resource in an int64."""
+
+
+def selection_size(table: NodeTable, selection: Selection) -> int:
+    if isinstance(selection, slice):
+        return len(range(*selection.indices(table.size)))
+    return len(selection)
+
+
+def available(table: NodeTable, name: str, selection: Selection, rows: int) -> Ints:
+    """The available matrix of ``name`` over ``selection`` (all ABSENT for a resource no row lists)."""
+    matrix = table.available.get(name)
+    if matrix is None:
+        return np.full((rows, table.width), ABSENT, np.int64)
+    return matrix[selection]
+
+
+def has_topology(table: NodeTable, name: str, selection: Selection, rows: int) -> Bools:
+    """Rows where device resource ``name`` gets hints: some zone lists it, or some of its devices
+    have an unknown NUMA node (hinted, though toward no mask)."""
+    listed = table.listed.get(name)
+    unknown = table.unknown_numa.get(name)
+    out = np.zeros(rows, np.bool_) if listed is None else listed[selection]
+    return out if unknown is None else out | unknown[selection]
+
+
+def nothing_asked(units: tuple[AdmissionUnit, ...]) -> frozenset[str] | None:
+    """The device resources the units ask for when no unit or part asks the CPU or memory
+    manager for anything; None otherwise."""
+    devices: set[str] = set()
+    for unit in units:
+        for part in (unit, *unit.parts):
+            if part.cpus or part.memory:
+                return None
+            devices.update(part.devices)
+    return frozenset(devices)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOutcome:
+    """What the kernel decided for rows sharing one set of admission units."""
+
+    position: Ints
+    """The zone slot the single unit fits (the lowest), -1 where not decided as such a fit."""
+    nothing: Bools
+    """Admitted with nothing to align."""
+    refused: Bools
+    """Refused by ``single-numa-node``, with its reason in :attr:`patterns`."""
+    patterns: Ints | None
+    entries: tuple[tuple[str, int], ...]
+    """(resource, amount) of each resource a refusal pattern speaks of, in the reasons' order."""
+
+    @property
+    def decided(self) -> Bools:
+        return (self.position >= 0) | self.nothing | self.refused
+
+
+def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionUnit, ...]) -> GroupOutcome:
+    """The kernel's verdicts on ``selection``, rows whose units are ``units`` (live rows: a fresh
+    view, the node-allocatable check passed)."""
+    rows = selection_size(table, selection)
+    policy = table.policy[selection]
+    nothing = np.zeros(rows, np.bool_)
+    devices = nothing_asked(units)
+    if devices is not None:
+        nothing = (table.zone_count[selection] >= 1) & (policy >= 0)
+        nothing &= (policy == _NONE) | (table.zone_count[selection] <= MAX_ENUMERATED_ZONES)
+        for name in devices:
+            nothing &= ~has_topology(table, name, selection, rows)
+    position = np.full(rows, -1, np.int64)
+    refused = np.zeros(rows, np.bool_)
+    if len(units) != 1 or units[0].shared_pool_error or len(units[0].parts) > 1:
+        return GroupOutcome(position, nothing, refused, None, ())
+    outcome = _single_unit(table, selection, rows, units[0], policy)
+    keep = ~nothing
+    return GroupOutcome(
+        np.where(keep, outcome.position, -1),
+        nothing,
+        outcome.refused & keep,
+        outcome.patterns,
+        outcome.entries,
+    )
+
+
+Entry = tuple[str, int, Bools | None, Bools | None]
+"""(resource, amount, the rows with a topology for it (None: all), the zones holding it alone
+(None: every zone))."""
+
+
+def _single_unit(
+    table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
+) -> GroupOutcome:
+    eligible = table.exact[selection] & ~table.memory_groups[selection]
+    eligible &= (policy == _SINGLE) | ((policy == _RESTRICTED) & ~table.prefer_closest[selection])
+    cpus, memory_items = unit.cpus, unit.memory_items
+    hinted = np.full(rows, bool(cpus or memory_items))
+    entries: list[Entry] = []
+    fit: Bools | None = None
+    if cpus:
+        fit = available(table, "cpu", selection, rows) >= cpus
+        entries.append(("cpu", cpus, None, fit))
+    memory: Bools | None = None  # None: every zone (no memory type asks for more than 0)
+    for memory_type, amount in memory_items:
+        if amount:
+            enough = available(table, memory_type, selection, rows) >= amount
+            memory = enough if memory is None else memory & enough
+    entries += [(memory_type, amount, None, memory) for memory_type, amount in memory_items]
+    if memory is not None:
+        fit = memory if fit is None else fit & memory
+    for resource, amount in unit.device_items:
+        topology = has_topology(table, resource, selection, rows)
+        hinted |= topology
+        holds: Bools | None = None
+        if amount:
+            holds = available(table, resource, selection, rows) >= amount
+            constraint = holds | ~topology[:, None]  # a resource without topology constrains nothing
+            fit = constraint if fit is None else fit & constraint
+        entries.append((resource, amount, topology, holds))
+    if fit is None:
+        fit = table.ids[selection] >= 0
+    any_fit = fit.any(axis=1)
+    eligible &= hinted
+    success = eligible & any_fit
+    threads = table.smt_threads[selection]
+    if cpus and threads.any():
+        physical = table.smt_physical[selection]
+        misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
+        success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
+    position = np.where(success, fit.argmax(axis=1), -1)
+    refused = eligible & ~any_fit & (policy == _SINGLE)
+    if memory_items and memory is not None:
+        refused &= memory.any(axis=1)
+    patterns = None
+    if refused.any():
+        if len(entries) > MAX_PATTERN_ENTRIES:
+            refused[:] = False
+        else:
+            patterns = _patterns(entries, refused)
+    return GroupOutcome(
+        position, np.zeros(rows, np.bool_), refused, patterns, tuple((r, q) for r, q, _, _ in entries)
+    )
+
+
+def _patterns(entries: list[Entry], refused: Bools) -> Ints:
+    """Per row (meaningful where refused): bit 2k set when the node has a topology for entry k,
+    bit 2k+1 when no zone holds it alone."""
+    out = np.zeros(len(refused), np.int64)
+    where = np.flatnonzero(refused)
+    for k, (_, _, topology, holds) in enumerate(entries):
+        present = np.ones(len(where), np.bool_) if topology is None else topology[where]
+        empty = np.zeros(len(where), np.bool_) if holds is None else ~holds[where].any(axis=1)
+        out[where] |= present.astype(np.int64) << (2 * k) | empty.astype(np.int64) << (2 * k + 1)
+    return out
+
+
+def refusal_reason(entries: tuple[tuple[str, int], ...], pattern: int) -> str:
+    """``single-numa-node``'s refusal of one unit in the scalar path's words
+    (:func:`rte.consumer.kubelet_filter.fast_verdict`): the hinted resources no single zone
+    holds, or all of them when each fits somewhere but never together."""
+    hinted = [
+        (r, q, pattern >> (2 * k + 1) & 1) for k, (r, q) in enumerate(entries) if pattern >> (2 * k) & 1
+    ]
+    alone = [(r, q) for r, q, empty in hinted if empty] or [(r, q) for r, q, _ in hinted]
+    what = listing([request_text(r, q) for r, q in alone])
+    return f"{POLICY_SINGLE_NUMA_NODE}: no single NUMA zone holds {what}"

@@ -1,0 +1,428 @@
+"""Many nodes' NUMA views as columns: what the decision kernel reads.
+
+A :class:`NodeTable` holds one row per node. Per resource, one ``(rows x zone slots)`` int64
+matrix of the available amount (rounded down, ``-1`` where the zone does not list the resource
+or the slot holds no zone) and, only for resources where some zone publishes a fraction, a bool
+matrix saying where the amount was rounded (the rounded-up value is the matrix plus it). Zone
+slots follow the view's positions: ascending NUMA ids, so slot 0 is the lowest id. Per node, fact
+columns: the Topology Manager policy and scope, the options and node attributes the kubelet's
+fast path reads, the zones where a pod earns LeastNUMANodes' distance bonus, and whether the row
+is *exact*: every amount fits the kernel's integer and float arithmetic without rounding
+(at most 2^53), and the view's Topology Manager config agrees with its admission facts. Rows that
+are not exact are decided by the scalar path.
+
+A row is written from a :class:`~rte.consumer.numaview.NumaView` (what it extracts is memoised
+on the view, so a view seen again costs one dictionary lookup) and rewritten in place when the
+node's view changes; the table keeps the view itself for the scalar path. Reading whole columns
+(``available["cpu"][:table.size]``) never copies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from rte.consumer.least_numa import zones_at_minimum_distance
+from rte.consumer.numaview import NumaView
+from rte.consumer.requests import units_key
+from rte.model.admission.node import NodeFacts
+from rte.model.topology_manager import (
+    POLICY_BEST_EFFORT,
+    POLICY_NONE,
+    POLICY_RESTRICTED,
+    POLICY_SINGLE_NUMA_NODE,
+    SCOPE_POD,
+)
+
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+
+EXACT_LIMIT = 2**53
+"""The largest amount the kernel handles: float64 holds every integer up to it, so the
+BalancedAllocation fractions equal Python's, and ``amount * 100 * weight`` stays in int64."""
+
+POLICY_CODES: Mapping[str, int] = {
+    POLICY_NONE: 0,
+    POLICY_BEST_EFFORT: 1,
+    POLICY_RESTRICTED: 2,
+    POLICY_SINGLE_NUMA_NODE: 3,
+}
+UNKNOWN_POLICY = -1
+ABSENT = -1
+"""The available amount of a zone that does not list the resource (or of an unused zone slot):
+below any request, which is at least 1 wherever the kernel compares."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowData:
+    """One view as a table row stores it, extracted once per view."""
+
+    exact: bool
+    ids: tuple[int, ...]
+    available: Mapping[str, tuple[int, ...]]
+    """Per listed resource: the amount rounded down per position, ABSENT where unlisted."""
+    fractional: Mapping[str, tuple[bool, ...]]
+    """Per resource with some fractional amount: where the amount was rounded down."""
+    at_minimum: tuple[bool, ...]
+    policy: int
+    pod_scope: bool
+    prefer_closest: bool
+    memory_groups: bool
+    smt_threads: int
+    """Threads per core when ``full-pcpus-only``'s check applies, else 0."""
+    smt_physical: int
+    """Free physical CPUs for that check; -1 when the node does not publish them."""
+    max_numa_nodes: int
+    unknown_numa: frozenset[str]
+    units: tuple[object, ...]
+    """What decides the pod's admission units on this node (:func:`rte.consumer.requests.units_key`)."""
+    facts: NodeFacts
+
+
+_ROW_KEY = "kernel-row"
+
+
+def row_data(view: NumaView) -> RowData:
+    """What a table row holds of ``view``, memoised on the view."""
+    cached = view.local.get(_ROW_KEY)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    count = len(view.ids)
+    exact = count >= 1
+    available: dict[str, tuple[int, ...]] = {}
+    fractional: dict[str, tuple[bool, ...]] = {}
+    for name, row in view.available.items():
+        listed = view.present.get(name, 0)
+        floors: list[int] = []
+        rounded: list[bool] = []
+        for position, amount in enumerate(row):
+            if not listed >> position & 1:
+                floors.append(ABSENT)
+                rounded.append(False)
+                continue
+            whole = amount if isinstance(amount, int) else math.floor(amount)
+            floors.append(whole)
+            rounded.append(whole != amount)
+            if whole < 0 or whole + 1 > EXACT_LIMIT:
+                exact = False
+        available[name] = tuple(floors)
+        if any(rounded):
+            fractional[name] = tuple(rounded)
+    facts, tm = view.facts, view.tm
+    policy = POLICY_CODES.get(facts.policy, UNKNOWN_POLICY)
+    pod_scope = facts.scope == SCOPE_POD
+    if policy == UNKNOWN_POLICY or tm.policy != facts.policy or tm.pod_scope != pod_scope:
+        exact = False  # Filter and Score would read different configs: leave it to the scalar path
+    at_minimum = zones_at_minimum_distance(view) if count else 0
+    smt = facts.full_pcpus_only and facts.threads_per_core is not None
+    data = RowData(
+        exact=exact,
+        ids=view.ids,
+        available=available,
+        fractional=fractional,
+        at_minimum=tuple(bool(at_minimum >> i & 1) for i in range(count)),
+        policy=policy,
+        pod_scope=pod_scope,
+        prefer_closest=facts.prefer_closest_numa,
+        memory_groups=bool(facts.memory_groups),
+        smt_threads=(facts.threads_per_core or 1) if smt else 0,
+        smt_physical=-1 if facts.available_physical_cpus is None else facts.available_physical_cpus,
+        max_numa_nodes=tm.max_numa_nodes,
+        unknown_numa=frozenset(facts.unknown_numa_devices),
+        units=units_key(facts),
+        facts=facts,
+    )
+    view.local[_ROW_KEY] = data
+    return data
+
+
+def _grown(array: npt.NDArray[np.generic], rows: int, width: int, fill: object) -> npt.NDArray[np.generic]:
+    """``array`` copied into a larger one (rows x width, or rows), the rest set to ``fill``."""
+    shape = (rows, width) if array.ndim == 2 else (rows,)
+    out = np.full(shape, fill, dtype=array.dtype)
+    if array.ndim == 2:
+        out[: array.shape[0], : array.shape[1]] = array
+    else:
+        out[: array.shape[0]] = array
+    return out
+
+
+class NodeTable:
+    """Rows of nodes, columns of what Filter and Score read; see the module docstring.
+
+    Rows are addressed by index (:meth:`row` gives a node's, adding it on first use). A row
+    without a view (:meth:`put` with None) is a node without an NRT; ``fresh`` False says the
+    cache distrusts the view; ``allocatable`` holds the names of the Node's allocatable resources
+    when known. The table is not thread-safe: its owner serialises writes and decisions.
+    """
+
+    def __init__(self, width: int = 8, capacity: int = 64) -> None:
+        self.width = max(width, 1)
+        self.capacity = max(capacity, 1)
+        self.size = 0
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.views: list[NumaView | None] = []
+        self.allocatable: list[Collection[str] | None] = []
+        self.tokens: list[tuple[NumaView | None, bool]] = []
+        """Per row, the (view, fresh) it was last written from: a cheap "did it change?"."""
+        self.allocatable_sets: list[frozenset[str]] = []
+        """The distinct allocatable name sets, indexed by :attr:`allocatable_code`."""
+        self._allocatable_codes: dict[frozenset[str], int] = {}
+        self.units_keys: list[tuple[object, ...]] = []
+        self.units_facts: list[NodeFacts] = []
+        self._units_codes: dict[tuple[object, ...], int] = {}
+        rows, width = self.capacity, self.width
+        self.ids: Ints = np.full((rows, width), ABSENT, np.int64)
+        self.zone_count: Ints = np.zeros(rows, np.int64)
+        self.available: dict[str, Ints] = {}
+        self.fractional: dict[str, Bools] = {}
+        self.listed: dict[str, Bools] = {}
+        self.unknown_numa: dict[str, Bools] = {}
+        self.at_minimum: Bools = np.zeros((rows, width), np.bool_)
+        self.has_view: Bools = np.zeros(rows, np.bool_)
+        self.fresh: Bools = np.ones(rows, np.bool_)
+        self.exact: Bools = np.zeros(rows, np.bool_)
+        self.policy: Ints = np.full(rows, UNKNOWN_POLICY, np.int64)
+        self.pod_scope: Bools = np.zeros(rows, np.bool_)
+        self.prefer_closest: Bools = np.zeros(rows, np.bool_)
+        self.memory_groups: Bools = np.zeros(rows, np.bool_)
+        self.smt_threads: Ints = np.zeros(rows, np.int64)
+        self.smt_physical: Ints = np.full(rows, -1, np.int64)
+        self.max_numa_nodes: Ints = np.ones(rows, np.int64)
+        self.units_code: Ints = np.zeros(rows, np.int64)
+        self.allocatable_code: Ints = np.full(rows, -1, np.int64)
+        """Per row: the index of its allocatable names in :attr:`allocatable_sets`, -1 when unknown."""
+
+    # --- shape ---------------------------------------------------------------------------------
+
+    _FACT_COLUMNS = (
+        ("exact", False),
+        ("policy", UNKNOWN_POLICY),
+        ("pod_scope", False),
+        ("prefer_closest", False),
+        ("memory_groups", False),
+        ("smt_threads", 0),
+        ("smt_physical", -1),
+        ("max_numa_nodes", 1),
+    )
+    """Per-node columns copied from the :class:`RowData` field of the same name, with the value
+    of a row without a view."""
+    _ROW_COLUMNS = (
+        ("zone_count", 0),
+        ("has_view", False),
+        ("fresh", True),
+        *_FACT_COLUMNS,
+        ("units_code", 0),
+        ("allocatable_code", -1),
+    )
+
+    def _resize(self, rows: int, width: int) -> None:
+        """Grow to ``rows`` rows and ``width`` zone slots (never shrinks)."""
+        self.ids = _grown(self.ids, rows, width, ABSENT)  # type: ignore[assignment]
+        self.at_minimum = _grown(self.at_minimum, rows, width, False)  # type: ignore[assignment]
+        for matrices, fill in ((self.available, ABSENT), (self.fractional, False)):
+            for name, array in matrices.items():
+                matrices[name] = _grown(array, rows, width, fill)  # type: ignore[assignment]
+        for columns in (self.listed, self.unknown_numa):
+            for name, column in columns.items():
+                columns[name] = _grown(column, rows, width, False)  # type: ignore[assignment]
+        for attr, fill in self._ROW_COLUMNS:
+            setattr(self, attr, _grown(getattr(self, attr), rows, width, fill))
+        self.capacity, self.width = rows, width
+
+    def _resource(self, name: str) -> Ints:
+        array = self.available.get(name)
+        if array is None:
+            array = self.available[name] = np.full((self.capacity, self.width), ABSENT, np.int64)
+            self.listed[name] = np.zeros(self.capacity, np.bool_)
+        return array
+
+    def _units(self, data: RowData) -> int:
+        code = self._units_codes.get(data.units)
+        if code is None:
+            code = self._units_codes[data.units] = len(self.units_keys)
+            self.units_keys.append(data.units)
+            self.units_facts.append(data.facts)
+        return code
+
+    def _flags(self, name: str) -> Bools:
+        flags = self.fractional.get(name)
+        if flags is None:
+            flags = self.fractional[name] = np.zeros((self.capacity, self.width), np.bool_)
+        return flags
+
+    def _unknown(self, name: str) -> Bools:
+        column = self.unknown_numa.get(name)
+        if column is None:
+            column = self.unknown_numa[name] = np.zeros(self.capacity, np.bool_)
+        return column
+
+    def _allocatable(self, names: Collection[str] | None) -> int:
+        if names is None:
+            return -1
+        key = frozenset(names)
+        code = self._allocatable_codes.get(key)
+        if code is None:
+            code = self._allocatable_codes[key] = len(self.allocatable_sets)
+            self.allocatable_sets.append(key)
+        return code
+
+    # --- rows ----------------------------------------------------------------------------------
+
+    def row(self, name: str) -> int:
+        """The row of node ``name``, added (without a view) on first use."""
+        row = self.index.get(name)
+        if row is not None:
+            return row
+        row = self.size
+        if row == self.capacity:
+            self._resize(2 * self.capacity, self.width)
+        self.size += 1
+        self.index[name] = row
+        self.names.append(name)
+        self.views.append(None)
+        self.allocatable.append(None)
+        self.tokens.append((None, True))
+        return row
+
+    def put(
+        self,
+        row: int,
+        view: NumaView | None,
+        fresh: bool = True,
+        allocatable: Collection[str] | None = None,
+    ) -> None:
+        """(Re)write ``row`` from ``view`` (None: the node has no NRT)."""
+        self.views[row] = view
+        self.tokens[row] = (view, fresh)
+        self.allocatable[row] = allocatable
+        self.allocatable_code[row] = self._allocatable(allocatable)
+        self.fresh[row] = fresh
+        self.has_view[row] = view is not None
+        for array in self.available.values():
+            array[row] = ABSENT
+        for flags in (*self.fractional.values(), *self.listed.values(), *self.unknown_numa.values()):
+            flags[row] = False
+        if view is None:
+            self.zone_count[row] = 0
+            self.ids[row] = ABSENT
+            self.at_minimum[row] = False
+            self._facts(row, None)
+            return
+        data = row_data(view)
+        count = len(data.ids)
+        if count > self.width:
+            self._resize(self.capacity, count)
+        self.zone_count[row] = count
+        self.ids[row] = ABSENT
+        self.ids[row, :count] = data.ids
+        for name, floors in data.available.items():
+            self._resource(name)[row, :count] = floors
+            self.listed[name][row] = True
+        for name, rounded in data.fractional.items():
+            self._flags(name)[row, :count] = rounded
+        for name in data.unknown_numa:
+            self._unknown(name)[row] = True
+        self.at_minimum[row] = False
+        self.at_minimum[row, :count] = data.at_minimum
+        self._facts(row, data)
+
+    def _facts(self, row: int, data: RowData | None) -> None:
+        for attr, fill in self._FACT_COLUMNS:
+            getattr(self, attr)[row] = fill if data is None else getattr(data, attr)
+        self.units_code[row] = 0 if data is None else self._units(data)
+
+    def put_all(
+        self,
+        names: Sequence[str],
+        views: Sequence[NumaView | None],
+        fresh: Sequence[bool] | None = None,
+        allocatable: Sequence[Collection[str] | None] | None = None,
+    ) -> None:
+        """:meth:`put_many` by node name, adding the rows of new names."""
+        self.put_many([self.row(name) for name in names], views, fresh, allocatable)
+
+    def put_many(
+        self,
+        rows: Sequence[int],
+        views: Sequence[NumaView | None],
+        fresh: Sequence[bool] | None = None,
+        allocatable: Sequence[Collection[str] | None] | None = None,
+    ) -> None:
+        """:meth:`put` for many rows at once: each column is assembled from a Python list in one
+        conversion, much faster than row by row (a later duplicate row wins, as with :meth:`put`)."""
+        if not rows:
+            return
+        data = [None if v is None else row_data(v) for v in views]
+        width = max([self.width, *(len(d.ids) for d in data if d is not None)])
+        if width > self.width:
+            self._resize(self.capacity, width)
+        codes: dict[int, int] = {}  # allocatable sets by identity first: most nodes share one
+        allocatable_codes = []
+        for k, row in enumerate(rows):
+            names = None if allocatable is None else allocatable[k]
+            flag = True if fresh is None else fresh[k]
+            self.views[row] = views[k]
+            self.allocatable[row] = names
+            self.tokens[row] = (views[k], flag)
+            code = codes.get(id(names))
+            if code is None:
+                code = codes[id(names)] = self._allocatable(names)
+            allocatable_codes.append(code)
+        at = np.asarray(rows, np.int64)
+        self.fresh[at] = True if fresh is None else np.asarray(fresh, np.bool_)
+        self.allocatable_code[at] = allocatable_codes
+        self._assemble(at, data)
+
+    def _assemble(self, at: Ints, data: Sequence[RowData | None]) -> None:
+        width = self.width
+        pad = (ABSENT,) * width
+        unset = (False,) * width
+        for array in self.available.values():
+            array[at] = ABSENT
+        for flags in (*self.fractional.values(), *self.listed.values(), *self.unknown_numa.values()):
+            flags[at] = False
+        live = [d for d in data if d is not None]
+        self.has_view[at] = [d is not None for d in data]
+        self.zone_count[at] = [0 if d is None else len(d.ids) for d in data]
+        self.ids[at] = [pad if d is None else (d.ids + pad)[:width] for d in data]
+        self.at_minimum[at] = [unset if d is None else (d.at_minimum + unset)[:width] for d in data]
+        for name in sorted({name for d in live for name in d.available}):
+            self._resource(name)[at] = [
+                pad if d is None or name not in d.available else (d.available[name] + pad)[:width]
+                for d in data
+            ]
+            self.listed[name][at] = [d is not None and name in d.available for d in data]
+        for name in sorted({name for d in live for name in d.fractional}):
+            self._flags(name)[at] = [
+                unset if d is None or name not in d.fractional else (d.fractional[name] + unset)[:width]
+                for d in data
+            ]
+        for name in sorted({name for d in live for name in d.unknown_numa}):
+            self._unknown(name)[at] = [d is not None and name in d.unknown_numa for d in data]
+        for attr, fill in self._FACT_COLUMNS:
+            getattr(self, attr)[at] = [fill if d is None else getattr(d, attr) for d in data]
+        self.units_code[at] = [0 if d is None else self._units(d) for d in data]
+
+    @classmethod
+    def of(
+        cls,
+        names: Sequence[str],
+        views: Sequence[NumaView | None],
+        fresh: Sequence[bool] | None = None,
+        allocatable: Sequence[Collection[str] | None] | None = None,
+    ) -> NodeTable:
+        """A table of these nodes, row ``k`` for ``names[k]`` (names must be distinct)."""
+        table = cls(capacity=max(len(names), 1))
+        table.put_all(names, views, fresh, allocatable)
+        return table
+
+    def rows_of(self, names: Iterable[str]) -> Ints:
+        """The rows of ``names`` (each must have one)."""
+        index = self.index
+        return np.fromiter((index[n] for n in names), np.int64)

@@ -1,0 +1,108 @@
+"""Score by the kubelet's rules on many rows at once: the zone each pod was admitted to, rated.
+
+Where the kernel admitted a pod's single unit to one zone, the scalar path
+(:meth:`rte.consumer.score.Scorer.__call__`) rates that zone alone
+(:func:`rte.consumer.score.zone_score_at`); here the same arithmetic runs on the gathered
+``(row, zone)`` values of every such row:
+
+* MostAllocated / LeastAllocated: per requested resource, ``q * 100 // a`` or
+  ``(a - q) * 100 // a`` on the rounded-up amounts when the zone has some and at least the
+  request (compared exactly: a fractional request against a fractional amount is left to the
+  scalar path), weighted, summed, divided by the weight sum, clamped;
+* BalancedAllocation: the request fractions as Python computes them (float64 division of
+  integers below 2^53 is the correctly rounded quotient either way), any fraction above 1 scoring
+  0, then gonum's variance with its exact operation order, element-wise, and ``int()``;
+* LeastNUMANodes: one zone, with the bonus where the zone's self distance is the minimum (the
+  table's ``at_minimum``, from :func:`rte.consumer.least_numa.zones_at_minimum_distance`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rte.consumer.kernel.table import EXACT_LIMIT, Bools, Ints, NodeTable
+from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
+from rte.consumer.score import Weighted
+
+
+def exact_enough(weighted: Weighted) -> bool:
+    """The request fits the kernel's arithmetic (else every row goes to the scalar path)."""
+    items, weight_sum = weighted
+    return all(0 <= ceil <= EXACT_LIMIT for _, _, ceil, _ in items) and weight_sum * MAX_SCORE < 2**62
+
+
+def _clamp(scores: Ints) -> Ints:
+    return np.clip(scores, MIN_SCORE, MAX_SCORE)
+
+
+def _amounts(table: NodeTable, name: str, rows: Ints, zones: Ints) -> tuple[Ints, Ints, Bools]:
+    """(rounded down, rounded up, rounded) amounts of ``name`` at each (row, zone); 0 where absent."""
+    matrix = table.available.get(name)
+    if matrix is None:
+        zero = np.zeros(len(rows), np.int64)
+        return zero, zero, np.zeros(len(rows), np.bool_)
+    floor = np.maximum(matrix[rows, zones], 0)
+    flags = table.fractional.get(name)
+    if flags is None:
+        return floor, floor, np.zeros(len(rows), np.bool_)
+    rounded = flags[rows, zones]
+    return floor, floor + rounded, rounded
+
+
+def allocated_scores(
+    table: NodeTable, rows: Ints, zones: Ints, weighted: Weighted, most: bool
+) -> tuple[Ints, Bools]:
+    """Most/LeastAllocated of one zone per row; and the rows the kernel cannot decide exactly."""
+    items, weight_sum = weighted
+    total = np.zeros(len(rows), np.int64)
+    undecided = np.zeros(len(rows), np.bool_)
+    for name, amount, ceil_amount, weight in items:
+        floor, ceil, rounded = _amounts(table, name, rows, zones)
+        some = ceil > 0
+        if isinstance(amount, int):
+            enough = amount <= floor  # an integer request fits a fractional amount's floor
+        else:
+            enough = ceil_amount <= floor  # a fractional request against an integral amount
+            undecided |= some & rounded  # a fraction against a fraction: exact rationals needed
+        divisor = np.maximum(ceil, 1)
+        score = (ceil_amount if most else ceil - ceil_amount) * MAX_SCORE // divisor
+        total += np.where(some & enough, score * weight, 0)
+    return _clamp(total // weight_sum), undecided
+
+
+def balanced_scores(table: NodeTable, rows: Ints, zones: Ints, weighted: Weighted) -> Ints:
+    """BalancedAllocation of one zone per row."""
+    items, _ = weighted
+    over = np.zeros(len(rows), np.bool_)
+    fractions = []
+    for name, _, ceil_amount, _ in items:
+        _, ceil, _ = _amounts(table, name, rows, zones)
+        fraction = np.where(ceil > 0, ceil_amount / np.maximum(ceil, 1), 1.0)
+        over |= fraction > 1
+        fractions.append(fraction)
+    count = len(fractions)
+    if count < 2:
+        variance = np.zeros(len(rows))
+    else:
+        # rte.consumer.score.sample_variance, element-wise: the same operations in the same order.
+        mean = np.zeros(len(rows))
+        for fraction in fractions:
+            mean = mean + fraction
+        mean = mean / count
+        squares = np.zeros(len(rows))
+        compensation = np.zeros(len(rows))
+        for fraction in fractions:
+            d = fraction - mean
+            squares = squares + d * d
+            compensation = compensation + d
+        variance = (squares - compensation * compensation / count) / (count - 1)
+    variance = np.where(over, 0.0, variance)  # those rows score 0; keep their lanes castable
+    scores = ((1 - variance) * MAX_SCORE).astype(np.int64)  # int(): truncation toward zero
+    return _clamp(np.where(over, MIN_SCORE, scores))
+
+
+def least_numa_scores(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
+    """LeastNUMANodes of a pod admitted to one zone (:func:`rte.consumer.least_numa.normalize`)."""
+    step = MAX_SCORE // table.max_numa_nodes[rows]
+    bonus = np.where(table.at_minimum[rows, zones], step // 2, 0)
+    return _clamp(MAX_SCORE - step + bonus)

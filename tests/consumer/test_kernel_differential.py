@@ -1,0 +1,193 @@
+"""The decision kernel equals the scalar path: same verdicts, reasons, zones and scores.
+
+Random tables of nodes (every policy and scope, sparse ids, fractional, huge, missing and zero
+amounts, devices with and without topology, SMT facts, memory groups, costs) and random pods
+(one container or several, init containers and sidecars, every QoS class, fractional CPUs,
+pod-level resources), under every strategy with random weights, both rules. The scalar path
+(:func:`rte.consumer.filter.filter_node` and :class:`rte.consumer.score.Scorer`) is the oracle.
+Each case is built from its own seed, printed on failure: replay one with
+``RTE_KERNEL_SEED=<seed> python -m pytest tests/consumer/test_kernel_differential.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from rte.consumer.filter import filter_node
+from rte.consumer.kernel.decide import decide
+from rte.consumer.kernel.table import NodeTable
+from rte.consumer.numaview import NumaView, build_view
+from rte.consumer.requests import prepare_pod
+from rte.consumer.score import Scorer, ScoringStrategy
+from rte.consumer.strategies import STRATEGIES
+from rte.model.pod import Container, Pod, PodLevelResources
+from rte.model.quantity import Amount, parse_quantity
+from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import Compat
+
+GI = 2**30
+NIC = "vendor.com/nic"
+GPU = "vendor.com/gpu"
+POLICIES = ("single-numa-node", "single-numa-node", "restricted", "restricted", "best-effort", "none")
+
+
+def _amount(rng: random.Random, choices: list[str | int]) -> Amount:
+    return parse_quantity(rng.choice(choices))
+
+
+def random_topology(rng: random.Random, name: str) -> NodeTopology:
+    count = rng.choice([1, 2, 2, 4, 4, 8])
+    ids = sorted(rng.sample(range(12), count)) if rng.random() < 0.2 else list(range(count))
+    if rng.random() < 0.1:
+        rng.shuffle(ids)  # published out of order
+    zones = []
+    for i in ids:
+        resources = []
+        if rng.random() < 0.95:
+            cap = rng.choice([4, 8, 16, 32])
+            avail = _amount(rng, [0, 1, 2, 3, 4, 6, 8, cap, cap, "1500m", "2500m", -1])
+            resources.append(ResourceInfo("cpu", cap, cap - rng.choice([0, 0, 1]), avail))
+        if rng.random() < 0.9:
+            mem = rng.choice([4, 8, 16, 64]) * GI
+            avail = rng.choice([mem, mem, rng.randint(0, mem), 0, 3 * GI])
+            if rng.random() < 0.03:
+                avail = 2**60  # beyond what the kernel's arithmetic takes: the scalar path decides
+            resources.append(ResourceInfo("memory", mem, mem, avail))
+        if rng.random() < 0.4:
+            hp = rng.choice([0, GI, 2 * GI])
+            resources.append(ResourceInfo("hugepages-2Mi", hp, hp, rng.choice([hp, hp // 2, 0])))
+        if rng.random() < 0.5:
+            devices = rng.randint(0, 3)
+            resources.append(ResourceInfo(NIC, devices, devices, rng.randint(0, devices)))
+        if rng.random() < 0.1:
+            resources.append(ResourceInfo(GPU, 1, 1, rng.randint(0, 1)))
+        costs = tuple(Cost(f"node-{j}", 10 if i == j else rng.choice([12, 20, 32])) for j in ids)
+        zones.append(Zone(f"node-{i}", costs=costs if rng.random() < 0.9 else (), resources=tuple(resources)))
+    attrs = [
+        Attribute("topologyManagerPolicy", rng.choice(POLICIES)),
+        Attribute("topologyManagerScope", rng.choice(["container", "container", "pod"])),
+    ]
+    if rng.random() < 0.2:
+        attrs.append(Attribute("topologyManagerMaxNUMANodes", str(rng.choice([2, 4, 8, 16]))))
+    if rng.random() < 0.15:
+        attrs.append(Attribute("nodeUnknownNUMAResources", f"{rng.choice([NIC, GPU])}={rng.randint(0, 2)}"))
+    if rng.random() < 0.1:
+        attrs.append(Attribute("nodeNonTopologyResources", f"{NIC}={rng.randint(0, 2)}"))
+    if rng.random() < 0.2:
+        attrs += [
+            Attribute("cpuManagerOptionFullPcpusOnly", "true"),
+            Attribute("cpuManagerThreadsPerCore", rng.choice(["1", "2", "4"])),
+        ]
+        if rng.random() < 0.7:
+            attrs.append(Attribute("cpuManagerAvailablePhysicalCPUs", str(rng.randint(0, 16))))
+    if rng.random() < 0.1:
+        attrs.append(Attribute("memoryManagerPolicy", "None"))
+    if rng.random() < 0.05:
+        attrs.append(Attribute("cpuManagerPolicy", "none"))
+    if rng.random() < 0.1:
+        attrs.append(Attribute("topologyManagerOptionPreferClosestNumaNodes", "true"))
+    if rng.random() < 0.05 and len(ids) >= 2:
+        attrs.append(
+            Attribute("memoryManagerNUMAGroups", f"{ids[0]}-{ids[1]}" if ids[0] + 1 == ids[1] else "0-1")
+        )
+    if rng.random() < 0.05:
+        attrs.append(Attribute("kubeletFeatureGatePodLevelResourceManagers", "true"))
+    return NodeTopology(name, zones=tuple(zones), attributes=tuple(attrs))
+
+
+def _requests(rng: random.Random) -> dict[str, Amount]:
+    out: dict[str, Amount] = {}
+    if rng.random() < 0.9:
+        out["cpu"] = _amount(rng, [1, 2, 3, 4, 6, 8, "500m", "1500m", 0])
+    if rng.random() < 0.85:
+        out["memory"] = _amount(rng, [GI, 2 * GI, 6 * GI, 12 * GI, "1536Mi", 0])
+    if rng.random() < 0.25:
+        out["hugepages-2Mi"] = _amount(rng, [0, GI // 2, GI])
+    if rng.random() < 0.3:
+        out[NIC] = _amount(rng, [0, 1, 2, 3])
+    if rng.random() < 0.05:
+        out[GPU] = parse_quantity(1)
+    if rng.random() < 0.05:
+        out["ephemeral-storage"] = parse_quantity(GI)
+    return out
+
+
+def _container(rng: random.Random, name: str, qos: str, sidecar: bool = False) -> Container:
+    requests = (
+        _requests(rng) if qos != "BestEffort" else ({NIC: parse_quantity(1)} if rng.random() < 0.3 else {})
+    )
+    limits = dict(requests) if qos == "Guaranteed" else {}
+    return Container(name, requests, limits, restart_policy="Always" if sidecar else None)
+
+
+def random_pod(rng: random.Random) -> Pod:
+    qos = rng.choice(["Guaranteed"] * 6 + ["Burstable"] * 2 + ["BestEffort"])
+    shape = rng.random()
+    apps = [_container(rng, "app", qos)]
+    inits: list[Container] = []
+    if shape < 0.15:
+        apps.append(_container(rng, "second", qos))
+    elif shape < 0.25:
+        inits.append(_container(rng, "init", qos, sidecar=rng.random() < 0.5))
+    resources = None
+    if rng.random() < 0.05:
+        budget = {"cpu": parse_quantity(4), "memory": parse_quantity(4 * GI)}
+        resources = PodLevelResources(budget, budget)
+    return Pod("ns", "p", containers=tuple(apps), init_containers=tuple(inits), resources=resources)
+
+
+def _strategy(rng: random.Random) -> ScoringStrategy:
+    weights = {"cpu": 1, "memory": 1}
+    if rng.random() < 0.3:
+        weights = {r: rng.randint(1, 5) for r in ("cpu", "memory", "hugepages-2Mi", NIC)}
+    return ScoringStrategy(rng.choice(STRATEGIES), weights)
+
+
+def _check_case(seed: int) -> int:
+    """One table and one pod from ``seed``; returns how many rows the kernel decided itself."""
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(rng.randint(1, 40))]
+    views: list[NumaView | None] = [
+        None if rng.random() < 0.03 else build_view(random_topology(rng, name)) for name in names
+    ]
+    fresh = [rng.random() > 0.03 for _ in names]
+    allocatable = [
+        None if rng.random() < 0.5 else frozenset(rng.sample(["cpu", "memory", "hugepages-2Mi", NIC, GPU], 4))
+        for _ in names
+    ]
+    table = NodeTable.of(names, views, fresh, allocatable)
+    compat = Compat.REFERENCE if rng.random() < 0.15 else Compat.KUBELET
+    pod = random_pod(rng)
+    strategy = _strategy(rng)
+    score_failed = rng.random() < 0.3
+    rows = sorted(rng.sample(range(len(names)), rng.randint(1, len(names)))) if rng.random() < 0.3 else None
+    got = decide(prepare_pod(pod, compat=compat), table, rows, strategy, score_failed=score_failed)
+    prep = prepare_pod(pod, compat=compat)
+    scorer = Scorer(prep, strategy)
+    for k, row in enumerate(rows if rows is not None else range(len(names))):
+        want = filter_node(prep, views[row], allocatable[row], fresh=fresh[row])
+        score = scorer(views[row], fresh=fresh[row]) if want.fits or score_failed else None
+        where = f"seed={seed} node={names[row]} pod={pod} view={views[row] and views[row].source}"
+        assert (bool(got.fits[k]), got.reason(k)) == (want.fits, want.reason), where
+        assert got.numa_id(k) == want.numa_id, where
+        assert got.score(k) == score, where
+    return len(got) - got.scalar_rows
+
+
+def _seeds() -> list[int]:
+    replay = os.environ.get("RTE_KERNEL_SEED")
+    return [int(replay)] if replay else list(range(1500))
+
+
+def test_the_kernel_decides_exactly_as_the_scalar_path_on_random_nodes_pods_and_strategies() -> None:
+    decided = 0
+    for seed in _seeds():
+        try:
+            decided += _check_case(seed)
+        except AssertionError as e:
+            pytest.fail(f"kernel != scalar path (replay: RTE_KERNEL_SEED={seed}): {e}")
+    if not os.environ.get("RTE_KERNEL_SEED"):
+        assert decided > 5000, "the kernel, not only its fallback, is exercised"
