@@ -6,9 +6,11 @@ downloaded. Unknown fields are errors (strict), and so is a kind with no schema:
 Kubernetes the deployment supports and the newest the installed schemas know.
 
 The Prometheus Operator's kinds (PodMonitor, ServiceMonitor, PrometheusRule: deploy/monitoring.yaml
-and deploy/prometheus-rules.yaml) are CRDs the bundled schemas do not know. They get a structural
-schema of our own instead, as strict: only the fields of monitoring.coreos.com/v1 that deploy/
-uses or might plausibly use, with their types, and nothing else (a misspelt field is an error).
+and deploy/prometheus-rules.yaml) and cert-manager's (Issuer, Certificate:
+deploy/scheduler-extender-certificates.yaml) are CRDs the bundled schemas do not know. They get a
+structural schema of our own instead, as strict: only the fields of monitoring.coreos.com/v1 and
+cert-manager.io/v1 that deploy/ uses or might plausibly use, with their types, and nothing else
+(a misspelt field is an error).
 
 Usage: ``python hack/check_manifests.py [FILE...]`` (default: deploy/*.yaml); exit status 1 and
 one line per problem when anything is invalid.
@@ -115,10 +117,12 @@ _RULE = {
 }
 
 
-def _kind(spec: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+def _kind(
+    spec: dict[str, Any], required: tuple[str, ...], api_version: str = "monitoring.coreos.com/v1"
+) -> dict[str, Any]:
     return _strict(
         {
-            "apiVersion": {"const": "monitoring.coreos.com/v1"},
+            "apiVersion": {"const": api_version},
             "kind": _STR,
             "metadata": _METADATA,
             "spec": spec,
@@ -182,11 +186,58 @@ OPERATOR_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 """Structural schemas of the monitoring.coreos.com/v1 kinds deploy/ ships, by kind."""
 
+_CERT_MANAGER = "cert-manager.io/v1"
+_ISSUER_REF = _strict({"name": _STR, "kind": {"enum": ["Issuer", "ClusterIssuer"]}, "group": _STR}, ("name",))
+_USAGES = {
+    "type": "array",
+    "items": {"enum": ["server auth", "client auth", "digital signature", "key encipherment", "cert sign"]},
+}
+CERT_MANAGER_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Issuer": _kind(
+        {
+            **_strict({"selfSigned": _strict({}), "ca": _strict({"secretName": _STR}, ("secretName",))}),
+            "minProperties": 1,
+            "maxProperties": 1,
+        },
+        (),
+        _CERT_MANAGER,
+    ),
+    "Certificate": _kind(
+        _strict(
+            {
+                "secretName": _STR,
+                "commonName": _STR,
+                "dnsNames": _STRINGS,
+                "ipAddresses": _STRINGS,
+                "isCA": {"type": "boolean"},
+                "usages": _USAGES,
+                "duration": {"type": "string", "pattern": "^([0-9]+(h|m|s))+$"},
+                "renewBefore": {"type": "string", "pattern": "^([0-9]+(h|m|s))+$"},
+                "privateKey": _strict(
+                    {
+                        "algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]},
+                        "size": {"type": "integer"},
+                        "rotationPolicy": {"enum": ["Never", "Always"]},
+                    }
+                ),
+                "issuerRef": _ISSUER_REF,
+            },
+            ("secretName", "issuerRef"),
+        ),
+        (),
+        _CERT_MANAGER,
+    ),
+}
+"""Structural schemas of the cert-manager.io/v1 kinds deploy/ ships, by kind."""
+
 
 def operator_problems(doc: dict[str, Any], where: str) -> list[str]:
-    """Violations of :data:`OPERATOR_SCHEMAS` (a document of another API yields none)."""
-    schema = OPERATOR_SCHEMAS.get(str(doc.get("kind")))
-    if schema is None or doc.get("apiVersion") != "monitoring.coreos.com/v1":
+    """Violations of :data:`OPERATOR_SCHEMAS` or :data:`CERT_MANAGER_SCHEMAS`."""
+    if doc.get("apiVersion") == _CERT_MANAGER:
+        schema = CERT_MANAGER_SCHEMAS.get(str(doc.get("kind")))
+    else:
+        schema = OPERATOR_SCHEMAS.get(str(doc.get("kind")))
+    if schema is None or doc.get("apiVersion") not in ("monitoring.coreos.com/v1", _CERT_MANAGER):
         return [f"{where}: no schema for {doc.get('apiVersion')} {doc.get('kind')}"]
     validator = jsonschema.Draft202012Validator(schema)
     return [
@@ -205,7 +256,7 @@ def problems(path: Path, versions: list[str]) -> list[str]:
     for index, doc in enumerate(documents(path)):
         name = doc.get("metadata", {}).get("name", f"document {index}")
         where = f"{path.name}: {doc.get('kind')}/{name}"
-        if str(doc.get("apiVersion", "")).startswith("monitoring.coreos.com/"):
+        if str(doc.get("apiVersion", "")).startswith(("monitoring.coreos.com/", "cert-manager.io/")):
             out.extend(operator_problems(doc, where))
             continue
         for version in versions:

@@ -183,10 +183,9 @@ def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str,
     "node_paths",
     multiple=True,
     metavar="NODE.yaml",
-    help="Node objects; repeatable. On a node whose NRT is filtered (single-numa-node policy), a"
-    " requested resource missing from the Node's status.allocatable (by name; cpu, memory, pods and"
-    " ephemeral-storage always count as present) means no fit. A Node without an NRT is listed too,"
-    " and fits.",
+    help="Node objects; repeatable. On a node whose NRT is filtered, a requested resource missing"
+    " from the Node's status.allocatable (by name; cpu, memory, pods and ephemeral-storage always"
+    " count as present) means no fit. A Node without an NRT is listed too, and fits.",
 )
 @click.option(
     "--strategy",
@@ -201,6 +200,14 @@ def run_cmd(config_file: str | None, dump_config: bool, once: bool, output: str,
     metavar="RES=W",
     help="Score weight of a resource, a positive integer; repeatable [default: cpu=1, memory=1].",
 )
+@click.option(
+    "--compat",
+    default="kubelet",
+    metavar="RULES",
+    help="kubelet (default): decide as each node's kubelet admits the pod (every Topology Manager"
+    " policy and scope, init containers, sidecars); reference: the reference scheduler plugin's"
+    " decisions bit for bit (any case).",
+)
 @click.option("-o", "--output", default="table", metavar="FORMAT", help="table (default) or json.")
 @click.argument("nrt_paths", nargs=-1, metavar="[NRT.yaml]...")
 @kube_options
@@ -211,6 +218,7 @@ def fit_cmd(
     node_paths: tuple[str, ...],
     strategy: str | None,
     weights: tuple[str, ...],
+    compat: str,
     output: str,
     nrt_paths: tuple[str, ...],
 ) -> None:
@@ -225,11 +233,21 @@ def fit_cmd(
 
         if nrt_paths or node_paths:
             raise InputError("--kubeconfig", "the NRTs and Nodes come from the cluster: give no files")
-        fit_in_cluster(kube, pod_path, strategy=strategy, weights=weights, output=output.lower())
+        fit_in_cluster(
+            kube, pod_path, strategy=strategy, weights=weights, compat=compat, output=output.lower()
+        )
         return
     from rte.commands.fit import fit
 
-    fit(pod_path, nrt_paths, node_paths=node_paths, strategy=strategy, weights=weights, output=output.lower())
+    fit(
+        pod_path,
+        nrt_paths,
+        node_paths=node_paths,
+        strategy=strategy,
+        weights=weights,
+        compat=compat,
+        output=output.lower(),
+    )
 
 
 def _extender_schema() -> Schema[Any]:

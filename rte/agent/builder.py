@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from rte.agent.accounting import Accounting
 from rte.host.kubelet_config import (
     ADMISSION_FEATURE_GATES,
-    FULL_PCPUS_ONLY,
+    FULL_PCPUS_ONLY_OPTION,
     MAX_ALLOWABLE_NUMA_NODES,
     KubeletConfig,
     go_bool,
@@ -87,7 +87,7 @@ def full_pcpus_only(config: KubeletConfig | None) -> bool:
     """Whether the CPU manager enforces whole physical cores (``full-pcpus-only``)."""
     if config is None or config.cpu_manager_policy != "static":
         return False
-    return go_bool(config.cpu_manager_policy_options.get(FULL_PCPUS_ONLY, "false")) is True
+    return go_bool(config.cpu_manager_policy_options.get(FULL_PCPUS_ONLY_OPTION, "false")) is True
 
 
 def accounting_attributes(accounting: Accounting, config: KubeletConfig | None) -> dict[str, str]:

@@ -4,7 +4,8 @@ The same decisions the scheduler extender makes, for a person at a terminal: a P
 NRT objects of the candidate nodes (files holding one object, several YAML documents, or a
 ``...List``; YAML or JSON) and optionally the Node objects, whose ``status.allocatable`` enables
 the "resource not allocatable on the node" check. No reserve cache is involved: the NRTs are
-taken as they are.
+taken as they are. ``--compat`` chooses the rules: the kubelet's admission (the default) or the
+reference plugin's decisions.
 
 Nodes are reported in the order their NRTs were given, then Nodes that have no NRT (they pass
 the NUMA filter and score 0, like the reference plugin).
@@ -27,6 +28,7 @@ from rte.errors import InputError
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
+from rte.model.vocabulary import Compat
 from rte.yamlfile import read_objects
 
 OUTPUTS = ("table", "json")
@@ -114,17 +116,19 @@ def fit(
     node_paths: Sequence[str] = (),
     strategy: str | None = None,
     weights: Sequence[str] = (),
+    compat: str = Compat.KUBELET,
     output: str = "table",
     out: TextIO | None = None,
 ) -> list[Decision]:
     """Evaluate the pod in ``pod_path`` on every node and print the verdicts; returns them."""
     scoring = fit_scoring(strategy, weights, output)
+    rules = Compat.parse(compat, "--compat")
     if not nrt_paths and not node_paths:
         raise InputError("NRT", "give at least one NodeResourceTopology file (or --node file)")
     pod = load_pod(Path(pod_path))
     topologies = load_topologies([Path(p) for p in nrt_paths])
     allocatable = load_node_allocatable([Path(p) for p in node_paths]) if node_paths else None
-    decisions = evaluate(pod, candidates(topologies, allocatable), scoring)
+    decisions = evaluate(pod, candidates(topologies, allocatable), scoring, compat=rules)
     write_decisions(decisions, pod, scoring, output, out)
     return decisions
 

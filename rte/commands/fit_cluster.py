@@ -24,6 +24,7 @@ from rte.consumer.api import Decision, NodeCandidate, evaluate
 from rte.consumer.numaview import build_view
 from rte.errors import ConfigError, InputError
 from rte.model.pod import Pod, pod_from_manifest
+from rte.model.vocabulary import Compat
 
 _MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # A pod reference: an optional namespace (a DNS label) and a pod name (a DNS subdomain).
@@ -59,12 +60,14 @@ def fit_cluster(
     namespace: str = "default",
     strategy: str | None = None,
     weights: Sequence[str] = (),
+    compat: str = Compat.KUBELET,
     output: str = "table",
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> list[Decision]:
     """Evaluate the pod on every Node of the cluster and print the verdicts; returns them."""
     scoring = fit_scoring(strategy, weights, output)
+    rules = Compat.parse(compat, "--compat")
     pod = cluster_pod(reader, pod_ref, namespace, err) if is_pod_ref(pod_ref) else load_pod(Path(pod_ref))
     statuses = read_statuses(reader, lease_namespace=None, fingerprints=False)
     candidates = [
@@ -72,7 +75,7 @@ def fit_cluster(
         for s in statuses
         if s.node_exists
     ]
-    decisions = evaluate(pod, candidates, scoring)
+    decisions = evaluate(pod, candidates, scoring, compat=rules)
     write_decisions(decisions, pod, scoring, output, out)
     return decisions
 
@@ -83,12 +86,14 @@ def fit_in_cluster(
     *,
     strategy: str | None = None,
     weights: Sequence[str] = (),
+    compat: str = Compat.KUBELET,
     output: str = "table",
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> list[Decision]:
     """``rte fit`` without files: the cluster of ``kube`` (or the one kubectl would use)."""
     fit_scoring(strategy, weights, output)  # bad flags fail before any connection
+    Compat.parse(compat, "--compat")
     try:
         reader = kube.reader_factory()(None)
     except ConfigError as e:
@@ -107,6 +112,7 @@ def fit_in_cluster(
             namespace=kube.default_namespace() if needs_namespace else "default",
             strategy=strategy,
             weights=weights,
+            compat=compat,
             output=output,
             out=out,
             err=err,

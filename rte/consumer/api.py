@@ -23,6 +23,7 @@ from rte.consumer.strategies import DEFAULT_WEIGHTS
 from rte.errors import InputError
 from rte.model.pod import Pod, resource_quantities
 from rte.model.quantity import Amount
+from rte.model.vocabulary import Compat
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,10 @@ def _strategy(strategy: ScoringStrategy | str, weights: Mapping[str, int] | None
     return strategy if weights is None else ScoringStrategy(strategy.type, dict(weights))
 
 
-def _prepared(pod: Pod | PreparedPod, kubelet_accurate_sidecars: bool) -> PreparedPod:
+def _prepared(pod: Pod | PreparedPod, compat: Compat | str) -> PreparedPod:
     if isinstance(pod, PreparedPod):
         return pod
-    return prepare_pod(pod, kubelet_accurate_sidecars=kubelet_accurate_sidecars)
+    return prepare_pod(pod, compat=Compat.parse(compat, "compat"))
 
 
 def evaluate(
@@ -71,15 +72,16 @@ def evaluate(
     strategy: ScoringStrategy | str = DEFAULT_STRATEGY,
     weights: Mapping[str, int] | None = None,
     *,
-    kubelet_accurate_sidecars: bool = False,
+    compat: Compat | str = Compat.KUBELET,
 ) -> list[Decision]:
     """Filter and score ``pod`` on every node, in the order given.
 
     ``strategy`` is a :class:`ScoringStrategy` or a strategy type name (``LeastAllocated``, ...);
-    ``weights`` (used with a name) are the per-resource weights. A prepared pod keeps the
-    sidecar mode it was prepared with; ``kubelet_accurate_sidecars`` applies to a plain Pod.
+    ``weights`` (used with a name) are the per-resource weights. ``compat`` chooses the rules:
+    the kubelet's admission (the default) or ``reference``, the reference plugin's decisions bit
+    for bit; it applies to a plain Pod (a prepared pod keeps the rules it was prepared for).
     """
-    prep = _prepared(pod, kubelet_accurate_sidecars)
+    prep = _prepared(pod, compat)
     scorer = Scorer(prep, _strategy(strategy, weights))
     decisions = []
     for node in nodes:
@@ -97,7 +99,7 @@ def evaluate_through_cache(
     weights: Mapping[str, int] | None = None,
     *,
     allocatable: Mapping[str, Collection[str]] | None = None,
-    kubelet_accurate_sidecars: bool = False,
+    compat: Compat | str = Compat.KUBELET,
 ) -> list[Decision]:
     """:func:`evaluate` for a scheduler that keeps a reserve cache (:mod:`rte.consumer.cache`).
 
@@ -105,9 +107,10 @@ def evaluate_through_cache(
     extender does (:mod:`rte.consumer.cycle`): failures on trusted data mark the node for the
     next resync, successes reset its failure streak, the load-aware score mode applies. After
     picking a node, call ``cache.reserve(node, pod)``; ``cache.unreserve`` if binding fails.
-    ``allocatable`` maps node names to their ``status.allocatable`` names, where known.
+    ``allocatable`` maps node names to their ``status.allocatable`` names, where known;
+    ``compat`` as in :func:`evaluate`.
     """
-    prep = _prepared(pod, kubelet_accurate_sidecars)
+    prep = _prepared(pod, compat)
     names = list(nodes)
     outcome = filter_nodes(prep, names, cache, allocatable)
     scores = dict(score_nodes(prep, outcome.passed, cache, Scorer(prep, _strategy(strategy, weights))))

@@ -1,11 +1,21 @@
-"""Filter: can the kubelet's ``single-numa-node`` Topology Manager admit this pod on this node?
+"""Filter: would the node's kubelet admit this pod? And, on request, what would the reference plugin say?
 
-The decisions follow the reference plugin (kubernetes-sigs/scheduler-plugins
-``pkg/noderesourcetopology/filter.go``), with NUMA ids handled as ids, never as list positions:
+Common to both rules:
 
-* A BestEffort pod that requests no non-native resource passes without looking at the node.
+* A BestEffort pod that requests no non-native resource passes without looking at the node (no
+  manager aligns anything for it).
 * A stale view (``fresh=False``, the reserve cache's verdict) is Unschedulable; a node without
-  an NRT passes; a node whose policy is not ``single-numa-node`` passes.
+  an NRT passes.
+
+**Kubelet rules** (the default, :mod:`rte.consumer.kubelet_filter`): the pod is admitted as the
+node's kubelet admits it, every Topology Manager policy and scope, init containers, sidecars,
+pod-level resources and all (:mod:`rte.model.admission`).
+
+**Reference rules** (``Compat.REFERENCE``): the decisions of kubernetes-sigs/scheduler-plugins
+``pkg/noderesourcetopology/filter.go`` bit for bit, with NUMA ids handled as ids, never as list
+positions:
+
+* A node whose policy is not ``single-numa-node`` passes.
 * Per request, only non-zero quantities count. A resource missing from the node's allocatable
   rejects. A resource listed by no zone passes when it is host-level (storage, devices) and
   rejects otherwise (cpu, memory, hugepages). A resource listed by some zones must fit in one.
@@ -13,16 +23,8 @@ The decisions follow the reference plugin (kubernetes-sigs/scheduler-plugins
   cpu, memory and hugepages to be *listed* by the zone (they run in the shared pool), while
   devices are always checked against ``available``. Comparisons are exact.
 * The kubelet picks the lowest-id zone that fits; container scope subtracts each app container
-  from its zone before placing the next one. Init containers are checked against the untouched
-  zones: they run one at a time before the app containers.
-
-Sidecars (restartable init containers) are treated as plain init containers by default, like
-the reference. Prepare the pod with ``kubelet_accurate_sidecars=True``
-(:func:`rte.consumer.requests.prepare_pod`) to account for them as the kubelet does: each
-sidecar keeps its zone's resources for the pod's life, so it is subtracted like an app
-container, and later init containers and the app containers see what it left. In pod scope the
-option swaps the reference's effective request for the kubelet's (sidecars summed with the app
-containers).
+  from its zone before placing the next one. Init containers, sidecars included, are checked
+  against the untouched zones: they run one at a time before the app containers.
 
 Node allocatable: pass the Node's ``status.allocatable`` names when you have the Node object.
 Without it (``None``) the "resource not allocatable on the node" check is skipped and passes,
@@ -34,13 +36,26 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Collection, Mapping
-from enum import Enum
-from typing import NamedTuple
 
+from rte.consumer.kubelet_filter import kubelet_filter
 from rte.consumer.numaview import MAX_NUMA_ID, NumaView, Thresholds, make_thresholds
-from rte.consumer.requests import KIND_SIDECAR, Item, PreparedPod, Request, as_prepared
+from rte.consumer.requests import Item, PreparedPod, Request, as_prepared
+from rte.consumer.verdict import FilterCode, FilterResult
+from rte.model.admission.units import KIND_SIDECAR
 from rte.model.pod import Pod
 from rte.model.quantity import Amount, quantity_text
+
+__all__ = [
+    "REASON_CONTAINER",
+    "REASON_INCONSISTENT",
+    "REASON_INIT_CONTAINER",
+    "REASON_INVALID_TOPOLOGY",
+    "REASON_POD",
+    "REASON_SIDECAR_CONTAINER",
+    "FilterCode",
+    "FilterResult",
+    "filter_node",
+]
 
 REASON_CONTAINER = "cannot align container"
 REASON_INIT_CONTAINER = "cannot align init container"
@@ -53,32 +68,7 @@ _UNCONSTRAINED = -1  # every bit set: no request narrowed the choice of zone
 _FITS_ZONE = tuple(f"fits NUMA zone {i}" for i in range(MAX_NUMA_ID + 1))
 
 
-class FilterCode(Enum):
-    """The scheduler framework status codes Filter can return."""
-
-    SUCCESS = "Success"
-    UNSCHEDULABLE = "Unschedulable"
-    ERROR = "Error"
-
-
 _SUCCESS = FilterCode.SUCCESS  # a module global: reading an Enum member off its class is slow
-
-
-class FilterResult(NamedTuple):
-    """Filter's verdict for one pod on one node."""
-
-    code: FilterCode
-    reason: str
-    numa_id: int | None = None
-    """The zone the kubelet would pick: for pod scope, the pod's zone; for container scope, the
-    zone shared by every placed container, or None when they spread (or nothing constrained)."""
-    placements: tuple[tuple[str, int | None], ...] = ()
-    """Container scope: (container name, zone) for each app container (and, with
-    kubelet-accurate sidecars, each sidecar); None where no request constrained the zone."""
-
-    @property
-    def fits(self) -> bool:
-        return self.code is _SUCCESS
 
 
 class _Misfit(Exception):
@@ -160,7 +150,6 @@ def _container_scope(prep: PreparedPod, view: NumaView, allocatable: Collection[
         return _success(prep, ((req.name, zone),))
     zones: _Zones | None = None  # created on the first subtraction only
     placed: list[tuple[str, int | None]] = []
-    accurate = prep.kubelet_accurate_sidecars
     for req in prep.init:
         try:
             mask = _fit_mask(
@@ -169,11 +158,6 @@ def _container_scope(prep: PreparedPod, view: NumaView, allocatable: Collection[
         except _Misfit as e:
             base = REASON_SIDECAR_CONTAINER if req.kind == KIND_SIDECAR else REASON_INIT_CONTAINER
             return FilterResult(FilterCode.UNSCHEDULABLE, f'{base} "{req.name}": {e}')
-        if accurate and req.kind == KIND_SIDECAR:
-            zones = zones or _Zones(view)
-            failure = _place(zones, req, mask, guaranteed, placed, subtract=True)
-            if failure is not None:
-                return failure
     last = prep.app[-1] if prep.app else None
     for req in prep.app:
         try:
@@ -261,11 +245,12 @@ def filter_node(
     *,
     fresh: bool = True,
 ) -> FilterResult:
-    """Filter one pod against one node.
+    """Filter one pod against one node, by the rules the pod was prepared for.
 
     ``view`` is the node's :class:`NumaView` (None when the node publishes no NRT);
     ``node_allocatable`` the names in the Node's ``status.allocatable`` (a mapping works), or
     None when the Node object is unknown; ``fresh=False`` says the cache distrusts the view.
+    A plain :class:`Pod` is prepared for the kubelet's rules.
     """
     prep = pod if isinstance(pod, PreparedPod) else as_prepared(pod)
     if prep.no_alignment_needed:
@@ -274,6 +259,8 @@ def filter_node(
         return _STALE
     if view is None:
         return _NO_NRT
+    if not prep.reference:
+        return kubelet_filter(prep, view, node_allocatable)
     tm = view.tm
     if not tm.single_numa_node:
         return FilterResult(FilterCode.SUCCESS, f"topology manager policy {tm.policy}: not filtered")

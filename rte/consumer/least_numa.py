@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from rte.consumer.nodescore import MAX_SCORE
 from rte.consumer.numaview import MISSING_DISTANCE, NumaView, Thresholds, make_thresholds
 from rte.consumer.requests import Item, PreparedPod, Request
+from rte.consumer.verdict import FilterResult
+from rte.model.admission.masks import positions
 from rte.model.quantity import Amount
 
 MAX_COMBINATIONS = 1 << 16
@@ -275,3 +277,28 @@ def least_numa_score(prep: PreparedPod, view: NumaView) -> int:
     if widest_seen == 0:
         return MAX_SCORE
     return normalize(widest_seen, all_min, tm.max_numa_nodes)
+
+
+def kubelet_least_numa_score(result: FilterResult, view: NumaView) -> int:
+    """LeastNUMANodes by the kubelet's rules: the zones counted are those of the merged hint each
+    unit was admitted with (the widest counts), and the bonus goes to a pod whose every mask has
+    the minimum average distance among the masks of its width."""
+    admission = result.admission
+    every = (1 << len(view.ids)) - 1
+    masks = [m for m in admission.unit_masks(every) if m is not None] if admission else []
+    if not masks:
+        return MAX_SCORE
+    if len(masks) == 1 and masks[0].bit_count() == 1:  # the usual pod: one zone
+        at_minimum, _ = _single_zone_table(view)
+        return normalize(1, bool(masks[0] & at_minimum), view.tm.max_numa_nodes)
+    widest = max(m.bit_count() for m in masks)
+    count = len(view.ids)
+    all_min = True
+    for mask in masks:
+        size = mask.bit_count()
+        if math.comb(count, size) > MAX_COMBINATIONS:
+            all_min = False
+            continue
+        minimum, _ = combination_table(view, size)
+        all_min = all_min and average_distance(view.distances, tuple(positions(mask))) == minimum
+    return normalize(widest, all_min, view.tm.max_numa_nodes)

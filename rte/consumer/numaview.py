@@ -14,7 +14,9 @@ What a view holds, and the rules that differ from the reference on purpose:
   narrower masks with lower bits first). The published order is kept in ``published_ids`` for
   display only: the reference's dependence on it is a bug (it walks list positions where it
   means ids), and with sorted publication, as producers are told to do, both agree.
-* Only ``available`` is read; a negative available counts as 0.
+* Filter and Score read ``available`` (a negative available counts as 0); kubelet-exact
+  admission also reads each zone's ``capacity`` and ``allocatable`` and the node attributes it
+  needs (:attr:`NumaView.facts`, :func:`rte.model.admission.facts.facts_from_attributes`).
 * Costs are keyed by the real id of the zone they point to; a missing entry is 255.
 """
 
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
+from rte.model.admission.facts import facts_from_attributes
+from rte.model.admission.node import NodeFacts
 from rte.model.quantity import Amount, ceil_value
 from rte.model.topology import ZONE_TYPE_NUMA, NodeTopology, numa_id_of
 
@@ -74,6 +78,12 @@ class NumaView:
     distances: tuple[tuple[int, ...], ...]
     """``distances[i][j]``: cost from zone ``ids[i]`` to zone ``ids[j]`` (255 when unpublished)."""
     source: NodeTopology | None = None
+    zone_capacity: tuple[Mapping[str, Amount], ...] = ()
+    """Per position: resource name -> capacity, as published (kubelet-exact admission only)."""
+    zone_allocatable: tuple[Mapping[str, Amount], ...] = ()
+    """Per position: resource name -> allocatable, as published (kubelet-exact admission only)."""
+    facts: NodeFacts = field(default_factory=NodeFacts)
+    """What kubelet-exact admission reads from the node attributes, with the TM config."""
     # Derived lookup tables (filled in __post_init__).
     available: Mapping[str, tuple[Amount, ...]] = field(init=False)
     """Per resource: available in every zone, 0 where the zone does not list it."""
@@ -90,6 +100,8 @@ class NumaView:
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Pod-independent tables computed on first use (LeastNUMANodes combinations). They depend on
     ids and distances only, so views derived by :func:`subtract_requests` share this dict."""
+    local: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    """Pod-independent tables of this view alone (what admission reads), computed on first use."""
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -129,6 +141,7 @@ def _available(value: Amount) -> Amount:
 def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) -> NumaView:
     """Build the view of one NRT (``tm`` defaults to the config derived from its attributes)."""
     zones: dict[int, tuple[dict[str, Amount], dict[int, int]]] = {}
+    totals: dict[int, tuple[dict[str, Amount], dict[str, Amount]]] = {}
     published: list[int] = []
     for zone in topology.zones:
         if zone.type != ZONE_TYPE_NUMA:
@@ -137,25 +150,39 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
         if numa_id is None or numa_id > MAX_NUMA_ID or numa_id in zones:
             continue
         resources: dict[str, Amount] = {}
+        capacity: dict[str, Amount] = {}
+        allocatable: dict[str, Amount] = {}
         for res in zone.resources:
             resources[res.name] = _available(res.available)  # a duplicate: the last wins, as upstream
+            capacity[res.name] = res.capacity
+            allocatable[res.name] = res.allocatable
         costs: dict[int, int] = {}
         for cost in zone.costs:
             target = numa_id_of(cost.name)
             if target is not None and target <= MAX_NUMA_ID:
                 costs[target] = cost.value  # last entry wins, as in the reference's map
         zones[numa_id] = (resources, costs)
+        totals[numa_id] = (capacity, allocatable)
         published.append(numa_id)
     ids = tuple(sorted(zones))
     distances = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    config = tm if tm is not None else tm_config_from(topology)
     return NumaView(
         node_name=topology.name,
-        tm=tm if tm is not None else tm_config_from(topology),
+        tm=config,
         ids=ids,
         published_ids=tuple(published),
         zone_available=tuple(zones[i][0] for i in ids),
         distances=distances,
         source=topology,
+        zone_capacity=tuple(totals[i][0] for i in ids),
+        zone_allocatable=tuple(totals[i][1] for i in ids),
+        facts=facts_from_attributes(
+            topology.attributes,
+            policy=config.policy,
+            scope=config.scope,
+            max_numa_nodes=config.max_numa_nodes,
+        ),
     )
 
 
@@ -185,5 +212,8 @@ def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) 
         zone_available=zones,
         distances=view.distances,
         source=view.source,
+        zone_capacity=view.zone_capacity,
+        zone_allocatable=view.zone_allocatable,
+        facts=view.facts,
         memo=view.memo,
     )

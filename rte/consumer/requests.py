@@ -2,7 +2,9 @@
 
 Scheduling one pod evaluates it against thousands of nodes, so everything that depends only on
 the pod (QoS class, per-container request tuples, the pod-scope request, resource classes,
-rounded-up values) is computed here once and reused for every node.
+rounded-up values, the kubelet's admission units per kind of node) is computed here once and
+reused for every node. The pod is prepared for one :class:`~rte.model.vocabulary.Compat` mode:
+the kubelet's admission (the default) or the reference plugin's decisions.
 """
 
 from __future__ import annotations
@@ -11,6 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from rte.model.admission.node import NodeFacts
+from rte.model.admission.units import (
+    KIND_APP,
+    KIND_INIT,
+    KIND_POD,
+    KIND_SIDECAR,
+    AdmissionUnit,
+    pod_admission_units,
+)
 from rte.model.exclusive import is_native_resource, is_numa_affine
 from rte.model.pod import (
     QOS_BEST_EFFORT,
@@ -21,11 +32,8 @@ from rte.model.pod import (
     kubelet_pod_request,
 )
 from rte.model.quantity import Amount, ceil_value
-
-KIND_INIT = "init"
-KIND_SIDECAR = "sidecar"
-KIND_APP = "app"
-KIND_POD = "pod"
+from rte.model.topology_manager import POLICY_NONE
+from rte.model.vocabulary import Compat
 
 # Resources that may have no NUMA affinity at all: generic storage and every non-native
 # (device plugin, extended) resource. Absent from every zone, they are satisfied at host level.
@@ -85,20 +93,24 @@ class PreparedPod:
     """Init containers in spec order; sidecars (restartable init containers) have kind ``sidecar``."""
     app: tuple[Request, ...]
     pod_request: Request
-    """The pod-scope request: the reference's effective request, or the kubelet's with sidecars."""
-    kubelet_accurate_sidecars: bool
+    """The pod-scope request: the reference's effective request (overhead included, sidecars as
+    plain init containers), or the kubelet's (sidecars summed, overhead excluded)."""
+    compat: Compat
     requests_non_native: bool
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
     guaranteed: bool = field(init=False)
     """The pod's QoS class is Guaranteed (a field, not a property: the per-node loops read it)."""
+    reference: bool = field(init=False)
+    """Prepared for the reference plugin's decisions (``Compat.REFERENCE``)."""
     best_effort: bool = field(init=False)
     no_alignment_needed: bool = field(init=False)
     """BestEffort and requesting no non-native resource: Filter passes it without the node."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "guaranteed", self.qos == QOS_GUARANTEED)
+        object.__setattr__(self, "reference", self.compat is Compat.REFERENCE)
         object.__setattr__(self, "best_effort", self.qos == QOS_BEST_EFFORT)
         object.__setattr__(self, "no_alignment_needed", self.best_effort and not self.requests_non_native)
 
@@ -108,14 +120,15 @@ def _container_request(c: Container, default_kind: str) -> Request:
     return make_request(c.name, kind, c.requests)
 
 
-def prepare_pod(pod: Pod, *, kubelet_accurate_sidecars: bool = False) -> PreparedPod:
+def prepare_pod(pod: Pod, *, compat: Compat = Compat.KUBELET) -> PreparedPod:
     """Prepare ``pod`` once; pass the result to Filter and Score for every node.
 
-    ``kubelet_accurate_sidecars`` makes the decisions account for sidecars the way the kubelet
-    does (they keep their resources beside the app containers) instead of the reference plugin's
-    way (sidecars are plain init containers). See :mod:`rte.consumer.filter`.
+    ``compat`` chooses whose decisions to reproduce: the kubelet's admission (the default) or
+    the reference plugin's (``Compat.REFERENCE``; see :mod:`rte.consumer.filter`).
     """
-    pod_req = kubelet_pod_request(pod) if kubelet_accurate_sidecars else effective_request(pod)
+    compat = Compat.parse(compat, "compat")
+    reference = compat is Compat.REFERENCE
+    pod_req = effective_request(pod) if reference else kubelet_pod_request(pod, overhead=False)
     containers = pod.init_containers + pod.containers
     return PreparedPod(
         pod=pod,
@@ -123,9 +136,35 @@ def prepare_pod(pod: Pod, *, kubelet_accurate_sidecars: bool = False) -> Prepare
         init=tuple(_container_request(c, KIND_INIT) for c in pod.init_containers),
         app=tuple(_container_request(c, KIND_APP) for c in pod.containers),
         pod_request=make_request(pod.name, KIND_POD, pod_req),
-        kubelet_accurate_sidecars=kubelet_accurate_sidecars,
+        compat=compat,
         requests_non_native=any(not is_native_resource(r) for c in containers for r in c.requests),
     )
+
+
+def units_key(facts: NodeFacts) -> tuple[object, ...]:
+    """What of ``facts`` decides the units of a pod."""
+    return (
+        "units",
+        facts.scope,
+        facts.policy == POLICY_NONE,
+        facts.cpu_manager_static,
+        facts.memory_manager_static,
+        facts.pod_level_resources,
+        facts.pod_level_resource_managers,
+    )
+
+
+def kubelet_units(
+    prep: PreparedPod, facts: NodeFacts, key: tuple[object, ...] | None = None
+) -> tuple[AdmissionUnit, ...]:
+    """The kubelet's admission units of the pod on a node with ``facts``, memoised on the pod:
+    they depend only on the facts that decide what each manager is asked for (``key``, which
+    the caller may have memoised: :func:`units_key`)."""
+    key = key or units_key(facts)
+    units = prep.memo.get(key)
+    if units is None:
+        units = prep.memo[key] = pod_admission_units(prep.pod, facts)
+    return units  # type: ignore[return-value]
 
 
 def as_prepared(pod: Pod | PreparedPod) -> PreparedPod:

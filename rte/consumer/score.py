@@ -1,14 +1,18 @@
 """Score: rank the nodes that passed Filter, 0 (worst) to 100 (best).
 
 Gating, as the reference (kubernetes-sigs/scheduler-plugins ``pkg/noderesourcetopology/score.go``):
-a pod that is not Guaranteed scores 100
-everywhere; a node without a (fresh) NRT scores 0; LeastNUMANodes scores under any policy, the
-other strategies score 0 unless the policy is ``single-numa-node``.
+a pod that is not Guaranteed scores 100 everywhere; a node without a (fresh) NRT scores 0;
+LeastNUMANodes scores under any policy. The other strategies score 0 unless the policy is
+``single-numa-node`` (reference rules) or unless it is ``none`` (kubelet rules: every other policy
+chooses NUMA zones, which the score then rates).
 
-MostAllocated, LeastAllocated and BalancedAllocation score each zone against a request and keep
-the smallest non-zero zone score (the kubelet may pick the worst zone that fits). Pod scope
-scores the pod's effective request; container scope averages (truncating) the scores of the
-init and app containers, with nothing subtracted in between. Arithmetic uses
+MostAllocated, LeastAllocated and BalancedAllocation rate a request against zones. By the
+reference rules, every zone is scored and the smallest non-zero zone score is kept (the kubelet
+may pick the worst zone that fits); by the kubelet rules, the zones scored are those the
+admission model chose: the merged hint each unit was admitted with, its zones' availability
+pooled (a unit with nothing to align keeps the reference's rule). Pod scope scores the pod's
+request (the reference's effective request, or the kubelet's, without overhead); container scope
+averages (truncating) the scores of the init and app containers. Arithmetic uses
 ``Quantity.Value()`` (rounded up), while "does it fit" compares exactly.
 
 Per resource, for a zone with ``a`` available and a request of ``q``:
@@ -33,7 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from rte.consumer.least_numa import least_numa_score
+from rte.consumer.kubelet_filter import admitted_on
+from rte.consumer.least_numa import kubelet_least_numa_score, least_numa_score
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod, Request, as_prepared
@@ -47,8 +52,10 @@ from rte.consumer.strategies import (
     STRATEGIES,
 )
 from rte.errors import ConfigError
+from rte.model.admission.masks import positions
 from rte.model.pod import Pod
-from rte.model.quantity import Amount
+from rte.model.quantity import Amount, ceil_value
+from rte.model.topology_manager import POLICY_NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +245,62 @@ SCORE_FUNCTIONS: Mapping[str, tuple[ZoneScore, bool] | None] = {
 """Each strategy of :mod:`rte.consumer.strategies` and how it scores a node's zones."""
 
 
+def pooled_score(weighted: Weighted, view: NumaView, mask: int, most: bool, balanced: bool) -> int:
+    """A strategy's score of one set of zones (``mask``, positions) holding a request together:
+    their available amounts summed, then the per-zone arithmetic once."""
+    if not mask & (mask - 1):
+        return zone_score_at(weighted, view, mask.bit_length() - 1, most, balanced)
+    items, weight_sum = weighted
+    zones = positions(mask)
+    available = view.available
+    if balanced:
+        fractions = []
+        for name, _, ceil_amount, _ in items:
+            row = available.get(name)
+            capacity = ceil_value(sum(row[z] for z in zones)) if row is not None else 0
+            fraction = ceil_amount / capacity if capacity else 1.0
+            if fraction > 1:
+                return MIN_SCORE
+            fractions.append(fraction)
+        return balanced_zone_score(sample_variance(fractions))
+    total = 0
+    for name, amount, ceil_amount, weight in items:
+        row = available.get(name)
+        pooled: Amount = sum(row[z] for z in zones) if row is not None else 0
+        if pooled and amount <= pooled:
+            c = ceil_value(pooled)
+            score = ceil_amount * MAX_SCORE // c if most else (c - ceil_amount) * MAX_SCORE // c
+            total += score * weight
+    return total // weight_sum
+
+
+def zone_score_at(weighted: Weighted, view: NumaView, zone: int, most: bool, balanced: bool) -> int:
+    """:func:`pooled_score` of the single zone at position ``zone``: the hot path of the kubelet's
+    rules, where most pods land on one zone."""
+    items, weight_sum = weighted
+    available, ceil_available = view.available, view.ceil_available
+    if balanced:
+        fractions = []
+        for name, _, ceil_amount, _ in items:
+            ceil_row = ceil_available.get(name)
+            capacity = ceil_row[zone] if ceil_row is not None else 0
+            fraction = ceil_amount / capacity if capacity else 1.0
+            if fraction > 1:
+                return MIN_SCORE
+            fractions.append(fraction)
+        return balanced_zone_score(sample_variance(fractions))
+    total = 0
+    for name, amount, ceil_amount, weight in items:
+        row = available.get(name)
+        if row is None:
+            continue
+        a = row[zone]
+        if a and amount <= a:
+            c = ceil_available[name][zone]
+            total += (ceil_amount * MAX_SCORE // c if most else (c - ceil_amount) * MAX_SCORE // c) * weight
+    return total // weight_sum
+
+
 def _clamp(score: int) -> int:
     return score if MIN_SCORE <= score <= MAX_SCORE else (MIN_SCORE if score < MIN_SCORE else MAX_SCORE)
 
@@ -251,12 +314,14 @@ class Scorer:
     """
 
     __slots__ = (
+        "_balanced",
         "_constant",
         "_containers",
         "_least_numa",
         "_most",
         "_pod",
         "_prep",
+        "_units",
         "_zone_score",
         "strategy",
     )
@@ -271,9 +336,12 @@ class Scorer:
         self._least_numa = zone_score is None
         self._zone_score: ZoneScore
         self._zone_score, self._most = zone_score or (_allocated_score, False)
+        self._balanced = self._zone_score is _balanced_score
         self._pod = (prep.pod_request, _weigh(prep.pod_request, strategy)) if prep.pod_request.items else None
         # Empty requests are left out of the container mean (the reference divides by zero).
         self._containers = tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app if req.items)
+        # Kubelet rules: every container, in the order of the admission units.
+        self._units = tuple((req, _weigh(req, strategy)) for req in prep.init + prep.app)
 
     def __call__(self, view: NumaView | None, *, fresh: bool = True) -> int:
         """The score (0..100) on the node with ``view`` (None: the node has no NRT)."""
@@ -281,6 +349,8 @@ class Scorer:
             return self._constant
         if view is None or not fresh:
             return MIN_SCORE
+        if not self._prep.reference:
+            return self._kubelet(view)
         if self._least_numa:
             return _clamp(least_numa_score(self._prep, view))
         tm = view.tm
@@ -302,6 +372,44 @@ class Scorer:
         for req, weighted in containers:
             total += zone_score(req, weighted, view, most)
         return _clamp(total // len(containers))
+
+    def _kubelet(self, view: NumaView) -> int:
+        """Score by the kubelet's rules: the zones the admission model chose."""
+        prep, tm = self._prep, view.tm
+        if self._least_numa:
+            if tm.policy == POLICY_NONE:  # no merged hint: KEP 454's own zone search
+                return _clamp(least_numa_score(prep, view))
+            return _clamp(kubelet_least_numa_score(admitted_on(prep, view), view))
+        if tm.policy == POLICY_NONE:
+            return MIN_SCORE
+        admission = admitted_on(prep, view).admission
+        if admission is not None and len(admission.units) == 1 and len(self._units) <= 1:
+            # One unit (the usual pod, or pod scope): rate its zones directly.
+            mask = admission.units[0].mask if admission.units[0].aligned else None
+            if mask is None and admission.units[0].aligned:
+                mask = (1 << len(view.ids)) - 1
+            unit = self._pod if tm.pod_scope else (self._units[0] if self._units else None)
+            if unit is None or not unit[0].items:
+                return MAX_SCORE
+            return _clamp(self._rate(unit[0], unit[1], view, mask))
+        masks = admission.unit_masks((1 << len(view.ids)) - 1) if admission else []
+        if tm.pod_scope:
+            if self._pod is None:
+                return MAX_SCORE
+            req, weighted = self._pod
+            return _clamp(self._rate(req, weighted, view, masks[0] if masks else None))
+        total = count = 0
+        for i, (req, weighted) in enumerate(self._units):
+            if not req.items:
+                continue
+            total += self._rate(req, weighted, view, masks[i] if i < len(masks) else None)
+            count += 1
+        return _clamp(total // count) if count else MAX_SCORE
+
+    def _rate(self, req: Request, weighted: Weighted, view: NumaView, mask: int | None) -> int:
+        if mask is None:
+            return self._zone_score(req, weighted, view, self._most)
+        return pooled_score(weighted, view, mask, self._most, self._balanced)
 
 
 def score_node(

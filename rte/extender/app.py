@@ -7,11 +7,18 @@ directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGIN
 The reserve cache is resynced every ``cacheResyncPeriodSeconds`` (OverReserve only; the other
 caches have nothing to resync), and once as soon as the pod list has synced, as the cache
 expects at start.
+
+With TLS settings the verbs port is HTTPS with client certificates, and ``--probe-listen`` adds
+a plain-HTTP server for the probes and metrics. With ``--leader-elect`` a
+:class:`~rte.extender.leadership.Leadership` campaigns for the Lease (through an API client of its
+own, so that a burst of relists cannot delay a renewal) and gates the verbs; stopping gives the
+Lease up only after the fencing gap.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -19,11 +26,15 @@ from rte import __version__
 from rte.consumer.cache.config import CacheMode
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore, topologies_from_file
+from rte.extender.endpoint import LeaderEndpoint
+from rte.extender.leadership import Leadership
 from rte.extender.server import STATE_MAX_AGE, ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.leaderelection import LeaseLock
 from rte.runtime.signals import SignalWaiter
+from rte.runtime.tls import ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +44,8 @@ API_QPS = 50.0
 pods and Leases): kube-scheduler's own ``clientConnection`` default, the same order of traffic."""
 API_TIMEOUT = 10.0
 """Seconds; bounds requests that set no timeout of their own (the watches set theirs)."""
+ELECTION_QPS = 5.0
+"""Pacing of the leader election's own client: a read and a write per retry period."""
 
 
 class _Resyncer:
@@ -77,13 +90,24 @@ class ExtenderApp:
             settings.strategy,
             profiles=settings.cache.config.profiles,
             informer_mode=settings.cache.config.informer_mode,
-            kubelet_accurate_sidecars=settings.kubelet_accurate_sidecars,
+            compat=settings.compat,
         )
         self._api_client = api_client
         self._state_max_age = state_max_age
         self.feeds: Any = None
         self.server: ExtenderServer | None = None
+        self.probe_server: ExtenderServer | None = None
+        self.leadership: Leadership | None = None
         self._resyncer: _Resyncer | None = None
+
+    def _client(self, qps: float, timeout: float) -> Any:
+        return self._api_client or load_api_client(
+            self.settings.kubeconfig,
+            sources=(Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG),
+            qps=qps,
+            timeout=timeout,
+            user_agent=EXTENDER_USER_AGENT,
+        )
 
     def start(self) -> ExtenderApp:
         if self.settings.nrt_files:
@@ -94,13 +118,7 @@ class ExtenderApp:
         else:
             from rte.extender.watch import ClusterFeeds
 
-            api_client = self._api_client or load_api_client(
-                self.settings.kubeconfig,
-                sources=(Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG),
-                qps=API_QPS,
-                timeout=API_TIMEOUT,
-                user_agent=EXTENDER_USER_AGENT,
-            )
+            api_client = self._client(API_QPS, API_TIMEOUT)
             self.feeds = ClusterFeeds(
                 api_client,
                 self.store,
@@ -108,25 +126,63 @@ class ExtenderApp:
                 heartbeat_namespace=self.settings.heartbeat_namespace or None,
             ).start()
             self.service.watch_status = self.feeds.status
+        tls = ServerTls(self.settings.tls) if self.settings.tls is not None else None
         self.server = ExtenderServer(
             self.service,
             self.settings.host,
             self.settings.port,
             max_body=self.settings.max_request_body,
             state_max_age=self._state_max_age,
+            tls=tls,
         ).start()
+        if self.settings.probe_address is not None:
+            self.probe_server = ExtenderServer(self.service, *self.settings.probe_address, probes_only=True)
+            self.probe_server.start()
+        if self.settings.election is not None:
+            self._start_leadership()
         if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
             self._resyncer.start()
         log.info(
-            "extender serving on %s (cache %s, strategy %s)",
+            "extender serving on %s%s (cache %s, strategy %s%s)",
             self.server.url,
+            f", probes on {self.probe_server.url}" if self.probe_server is not None else "",
             self.settings.cache.mode.value,
             self.settings.strategy.type,
+            ", leader election" if self.leadership is not None else "",
         )
         return self
 
+    def _start_leadership(self) -> None:
+        config = self.settings.election
+        assert config is not None and self.server is not None
+        api_client = self._client(ELECTION_QPS, config.renew_deadline)
+        endpoint = None
+        if self.settings.leader_service:
+            endpoint = LeaderEndpoint(
+                api_client,
+                config.namespace,
+                self.settings.leader_service,
+                self.settings.advertise_address,
+                self.server.port,
+                pod_name=socket.gethostname(),  # a pod's host name is its name
+            )
+        feeds = self.feeds
+        self.leadership = Leadership(
+            LeaseLock(api_client, config.namespace, config.name, timeout=config.renew_deadline),
+            config,
+            self.service,
+            relist_pods=(lambda: feeds.relist("pods")) if feeds is not None else None,
+            endpoint=endpoint,
+        )
+        self.service.leadership = self.leadership
+        self.leadership.start()
+
     def stop(self) -> None:
+        if self.leadership is not None:
+            self.leadership.stop()  # first: no verb is answered after this
+        if self.probe_server is not None:
+            self.probe_server.stop()
         if self.server is not None:
             self.server.stop()
         if self._resyncer is not None:

@@ -52,6 +52,12 @@ class ExtenderMetrics:
             self.request_seconds.declare(verb=verb)
             self.requests.inc(0, verb=verb, code="200")
         self.ready = Gauge(r, "rte_extender_ready", "1 when /readyz would answer 200.")
+        self.is_leader = Gauge(
+            r,
+            "rte_extender_is_leader",
+            "1 while this replica holds the leader Lease (always 1 without --leader-elect); only the"
+            " leader answers filter and prioritize.",
+        )
         self.nodes = Gauge(
             r, "rte_extender_nrt_nodes", "Nodes whose NodeResourceTopology the extender holds."
         )
@@ -72,10 +78,17 @@ class ExtenderMetrics:
             "Nodes whose fingerprint did not match at the last resync pass.",
         )
 
-    def track(self, *, ready: Callable[[], bool], nodes: Callable[[], int]) -> None:
-        """Read readiness and the store's size at each scrape."""
+    def track(
+        self,
+        *,
+        ready: Callable[[], bool],
+        nodes: Callable[[], int],
+        leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """Read readiness, the store's size and leadership at each scrape."""
         self.ready.set_function(lambda: 1.0 if ready() else 0.0)
         self.nodes.set_function(lambda: float(nodes()))
+        self.is_leader.set_function(lambda: 1.0 if leader() else 0.0)
 
     def record_request(self, verb: str, code: int, seconds: float) -> None:
         self.request_seconds.observe(seconds, verb=verb)

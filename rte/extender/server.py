@@ -7,15 +7,23 @@ Routes:
   ``http://host:8888/scheduler``), with ``filterVerb: filter`` and ``prioritizeVerb: prioritize``.
 * ``GET /state`` (``?node=NAME`` for one node): the reserve cache and store, as JSON, from a
   snapshot at most ``state_max_age`` seconds old (see :class:`StateSnapshots`).
-* ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced.
+* ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced
+  (every warm replica is ready; with leader election only the leader answers the verbs).
 * ``GET /metrics``: Prometheus text format (:mod:`rte.extender.metrics`); each verb call's
   duration is measured from its whole request read to its answer ready to send.
+
+With TLS (``--tls-cert-file``, :mod:`rte.runtime.tls`) only clients holding a certificate of the
+client CA get through the handshake, for every route. The probe server (``--probe-listen``,
+plain HTTP, :class:`ExtenderServer` with ``probes_only``) serves ``/healthz``, ``/readyz`` and
+``/metrics`` and nothing else, for the kubelet and Prometheus, which hold no client certificate.
 
 Errors are JSON objects with an ``Error`` field, the field ``ExtenderFilterResult`` uses:
 400 for a body that is not a valid ``ExtenderArgs`` (JSON nested too deeply included), 413 for
 one over the size limit, 503 before the first NRT list (deciding on an empty store would let
-every node pass), 500 for a bug. kube-scheduler treats any status but 200 as a failed call: the
-pod is retried later, or, with ``ignorable: true``, scheduled without the extender.
+every node pass) and on a replica that is not the leader (with ``Connection: close``, so that the
+client's next connection may reach the leader), 500 for a bug. kube-scheduler treats any status
+but 200 as a failed call: the pod is retried later, or, with ``ignorable: true``, scheduled
+without the extender.
 
 HTTP/1.1 keep-alive (the scheduler's Go client reuses connections) on the daemons' shared
 server (:mod:`rte.runtime.httpserver`): a fixed pool of workers, idle connections cost no thread.
@@ -41,6 +49,7 @@ from rte.extender.wire import decode_args
 from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response
 from rte.runtime.metrics import CONTENT_TYPE
+from rte.runtime.tls import ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +132,16 @@ class StateSnapshots:
         return json_response(HTTPStatus.OK, {**snapshot.state, "cache": {**cache, "nodes": one}})
 
 
+PROBES = ("/healthz", "/readyz", "/metrics")
+
+
 def extender_handler(
-    service: ExtenderService, snapshots: StateSnapshots
+    service: ExtenderService, snapshots: StateSnapshots, *, probes_only: bool = False
 ) -> Callable[[HttpRequest], Response]:
     """Routes a request to the service (see the module's docstring)."""
+
+    def not_serving() -> Response:
+        return replace(json_error(HTTPStatus.SERVICE_UNAVAILABLE, service.not_serving_reason()), close=True)
 
     def post(request: HttpRequest) -> Response:
         verb = request.path.rstrip("/").rsplit("/", 1)[-1]
@@ -142,13 +157,13 @@ def extender_handler(
             return json_error(
                 HTTPStatus.NOT_FOUND, f"no such verb {verb!r}; this extender serves filter and prioritize"
             )
-        if not service.ready():
-            return json_error(
-                HTTPStatus.SERVICE_UNAVAILABLE, f"extender not ready: {service.not_ready_reason()}"
-            )
+        if not service.serving():
+            return not_serving()
         try:
             args = decode_args(request.body)
             result: Any = service.filter(args) if verb == "filter" else service.prioritize(args)
+            if not service.serving():  # the leadership lapsed meanwhile: this answer must not count
+                return not_serving()
             return json_response(HTTPStatus.OK, result)
         except InputError as e:
             return json_error(HTTPStatus.BAD_REQUEST, str(e))
@@ -161,6 +176,8 @@ def extender_handler(
 
     def get(request: HttpRequest) -> Response:
         path = request.path.rstrip("/") or "/"
+        if probes_only and path not in PROBES:
+            return json_error(HTTPStatus.NOT_FOUND, f"{path} is served on the verbs port (--listen) only")
         if path == "/healthz":
             return json_response(HTTPStatus.OK, {"status": "ok"})
         if path == "/readyz":
@@ -179,6 +196,8 @@ def extender_handler(
         return json_error(HTTPStatus.NOT_FOUND, f"no such path {request.path!r}")
 
     def handle(request: HttpRequest) -> Response:
+        if request.method == "POST" and probes_only:
+            return json_error(HTTPStatus.NOT_FOUND, "the verbs are served on the verbs port (--listen) only")
         if request.method == "POST":
             return post(request)
         if request.method in ("GET", "HEAD"):
@@ -189,7 +208,10 @@ def extender_handler(
 
 
 class ExtenderServer(HttpServer):
-    """The extender's HTTP server in background threads. ``port=0`` picks a free port."""
+    """The extender's HTTP server in background threads. ``port=0`` picks a free port.
+
+    ``tls``: HTTPS with required client certificates. ``probes_only``: the probe server.
+    """
 
     def __init__(
         self,
@@ -200,18 +222,25 @@ class ExtenderServer(HttpServer):
         max_body: int = DEFAULT_MAX_BODY,
         state_max_age: float = STATE_MAX_AGE,
         limits: Limits = EXTENDER_LIMITS,
+        tls: ServerTls | None = None,
+        probes_only: bool = False,
     ) -> None:
         self.service = service
         self.snapshots = StateSnapshots(service, state_max_age)
         super().__init__(
             host,
             port,
-            extender_handler(service, self.snapshots),
-            limits=replace(limits, max_body=max_body),
+            extender_handler(service, self.snapshots, probes_only=probes_only),
+            limits=replace(
+                limits,
+                max_body=4096 if probes_only else max_body,  # probes have no body
+                workers=1 if probes_only else limits.workers,
+            ),
             errors=json_error,
             server_name=f"rte-extender/{__version__}",
-            setting="--listen",
-            thread_name="extender-http",
+            setting="--probe-listen" if probes_only else "--listen",
+            thread_name="extender-probes" if probes_only else "extender-http",
+            tls=tls,
         )
 
     def start(self) -> ExtenderServer:

@@ -44,7 +44,7 @@ from rte.extender.metrics import ExtenderMetrics
 from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import Compat, InformerMode
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class ExtenderService:
         *,
         profiles: Collection[str],
         informer_mode: InformerMode = InformerMode.DEDICATED,
-        kubelet_accurate_sidecars: bool = False,
+        compat: Compat = Compat.KUBELET,
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
     ) -> None:
@@ -77,7 +77,8 @@ class ExtenderService:
         self.strategy = strategy
         self.profiles = frozenset(profiles)
         self.informer_mode = informer_mode
-        self.kubelet_accurate_sidecars = kubelet_accurate_sidecars
+        self.compat = compat
+        """Whose rules decide: the kubelet's admission (default) or the reference plugin's."""
         self._clock = clock
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
@@ -89,11 +90,13 @@ class ExtenderService:
         """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
         self.watch_status: Callable[[], Mapping[str, Any]] | None = None
         """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
+        self.leadership: Any = None
+        """With leader election, the :class:`~rte.extender.leadership.Leadership` gating the verbs."""
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
-        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store))
+        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store), leader=self.is_leader)
 
     # --- readiness -----------------------------------------------------------------------
 
@@ -108,6 +111,19 @@ class ExtenderService:
             return "pod list not synced yet" + self._last_error("pods")
         return ""
 
+    def is_leader(self) -> bool:
+        """Holds the leader Lease (always, without leader election)."""
+        return self.leadership is None or bool(self.leadership.elector.is_leader())
+
+    def serving(self) -> bool:
+        """Answers the verbs: ready and, with leader election, the leader that has taken over."""
+        return self.ready() and (self.leadership is None or bool(self.leadership.serving()))
+
+    def not_serving_reason(self) -> str:
+        if not self.ready():
+            return f"extender not ready: {self.not_ready_reason()}"
+        return str(self.leadership.reason()) if self.leadership is not None else ""
+
     def _last_error(self, watch: str) -> str:
         # A list that keeps failing (RBAC missing, CRD not installed) should say why on /readyz.
         status = self.watch_status() if self.watch_status is not None else {}
@@ -118,7 +134,7 @@ class ExtenderService:
 
     def _prepare(self, args: ExtenderArgs) -> PreparedPod:
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
-        return prepare_pod(pod, kubelet_accurate_sidecars=self.kubelet_accurate_sidecars)
+        return prepare_pod(pod, compat=self.compat)
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
@@ -259,6 +275,7 @@ class ExtenderService:
             "ready": self.ready(),
             "notReadyReason": self.not_ready_reason(),
             "watches": dict(self.watch_status()) if self.watch_status is not None else None,
+            "leadership": self.leadership.state() if self.leadership is not None else None,
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,

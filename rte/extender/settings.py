@@ -24,6 +24,12 @@ example deployment sets the values the reference README recommends (a 5 s period
 ``--discard-reserved`` is accepted for parity, but an extender is told of a placement only once
 the pod is bound, which is when DiscardReserved stops blocking the node: behind an extender it
 behaves like Passthrough.
+
+**Trust** (:mod:`rte.extender.leadership` for the election): ``--tls-cert-file``,
+``--tls-private-key-file`` and ``--client-ca-file`` together make ``--listen`` HTTPS with required
+client certificates; ``--probe-listen`` then serves the probes and metrics in plain HTTP on
+another port. ``--leader-elect`` lets replicas elect one leader on a Lease; only it answers the
+verbs, and with ``--leader-elect-service`` it points that Service's EndpointSlice at itself.
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ from rte.errors import ConfigError
 from rte.extender.server import DEFAULT_MAX_BODY
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE, ZONE_CPU_UTILIZATION
 from rte.model.quantity import ceil_value, parse_quantity
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import Compat, InformerMode
+from rte.runtime.leaderelection import ElectionConfig
+from rte.runtime.tls import TlsFiles
 from rte.settings.loader import load
 from rte.settings.schema import (
     BOOL,
@@ -174,10 +182,39 @@ class ExtenderOptions:
     """Zone attribute and the percent above which the zone is busy; repeatable (replaces the default)."""
     load_score_factor: float = field(default=0.5, metadata=setting(FLOAT, minimum=0.0, maximum=1.0))
     """Score mode: the factor applied to a node whose chosen zone is busy."""
-    kubelet_accurate_sidecars: bool = field(default=False, metadata=setting(BOOL))
-    """Account sidecar containers as the kubelet does (the reference treats them as init containers)."""
+    compat: Compat = field(default=Compat.KUBELET, metadata=_enum(Compat))
+    """Whose rules Filter and Score follow: the kubelet's admission, or the reference plugin's bit
+    for bit (reference)."""
     max_request_body: str = field(default="32Mi", metadata=setting(STR, check=parse_size, metavar="SIZE"))
     """Largest request body accepted, a quantity (32Mi); larger ones are answered 413 before they are read."""
+    tls_cert_file: Path | None = field(default=None, metadata=setting(PATH))
+    """Serve --listen over HTTPS with this certificate (PEM, chain first); reloaded when it changes."""
+    tls_private_key_file: Path | None = field(default=None, metadata=setting(PATH))
+    """The private key of --tls-cert-file (PEM)."""
+    client_ca_file: Path | None = field(default=None, metadata=setting(PATH))
+    """Only clients with a certificate signed by these CAs (PEM) are served; required with TLS."""
+    probe_listen: str = field(default="", metadata=setting(STR, metavar="HOST:PORT"))
+    """Plain-HTTP address serving only /healthz, /readyz and /metrics (for kubelet and Prometheus);
+    empty: those are served on --listen too."""
+    leader_elect: bool = field(default=False, metadata=setting(BOOL))
+    """Replicas elect a leader on a Lease; only the leader answers filter and prioritize."""
+    leader_elect_lease_namespace: str = field(default="rte-scheduler", metadata=setting(STR))
+    """Namespace of the leader election Lease."""
+    leader_elect_lease_name: str = field(default="rte-extender", metadata=setting(STR))
+    """Name of the leader election Lease."""
+    leader_elect_lease_duration: float = field(default=15.0, metadata=setting(DURATION))
+    """How long a candidate waits after the leader's last renewal before taking over."""
+    leader_elect_renew_deadline: float = field(default=10.0, metadata=setting(DURATION))
+    """The leader stops acting this long after its last successful renewal began."""
+    leader_elect_retry_period: float = field(default=2.0, metadata=setting(DURATION))
+    """Time between two attempts to acquire or renew the Lease."""
+    leader_elect_identity: str = field(default="", metadata=setting(STR))
+    """This replica's name in the Lease; empty: the host name (the pod's name) and a random suffix."""
+    leader_elect_service: str = field(default="", metadata=setting(STR, metavar="NAME"))
+    """A Service without selector in the Lease's namespace: the leader points its EndpointSlice at
+    itself (--leader-elect-advertise-address and the --listen port); empty: no EndpointSlice."""
+    leader_elect_advertise_address: str = field(default="", metadata=setting(STR, metavar="IP"))
+    """The address the leader publishes for --leader-elect-service (the pod's IP)."""
     nrt_files: tuple[Path, ...] = field(
         default=(), metadata=setting(LIST, flag="nrt-file", item=Spec(PATH), metavar="NRT.yaml")
     )
@@ -203,8 +240,57 @@ class ExtenderSettings:
     kubeconfig: str | None = None
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
     nrt_files: tuple[Path, ...] = ()
-    kubelet_accurate_sidecars: bool = False
+    compat: Compat = Compat.KUBELET
     max_request_body: int = DEFAULT_MAX_BODY
+    tls: TlsFiles | None = None
+    probe_address: tuple[str, int] | None = None
+    election: ElectionConfig | None = None
+    leader_service: str = ""
+    advertise_address: str = ""
+
+
+def _tls(options: ExtenderOptions) -> TlsFiles | None:
+    given = {
+        "--tls-cert-file": options.tls_cert_file,
+        "--tls-private-key-file": options.tls_private_key_file,
+        "--client-ca-file": options.client_ca_file,
+    }
+    missing = [flag for flag, path in given.items() if not path]
+    if len(missing) == len(given):
+        return None
+    if missing:
+        raise ConfigError(
+            missing[0],
+            "TLS needs a certificate, its key and a client CA: without the client CA anyone could call"
+            " the verbs",
+        )
+    assert options.tls_cert_file and options.tls_private_key_file and options.client_ca_file
+    return TlsFiles(options.tls_cert_file, options.tls_private_key_file, options.client_ca_file)
+
+
+def _election(options: ExtenderOptions) -> ElectionConfig | None:
+    if not options.leader_elect:
+        if options.leader_elect_service:
+            raise ConfigError("--leader-elect-service", "needs --leader-elect")
+        return None
+    if options.nrt_files:
+        raise ConfigError("--leader-elect", "needs a cluster; --nrt-file serves files to one process")
+    if options.leader_elect_service and not options.leader_elect_advertise_address:
+        raise ConfigError("--leader-elect-advertise-address", "must be set with --leader-elect-service")
+    identity = options.leader_elect_identity.strip()
+    if not identity:
+        import socket
+        import uuid
+
+        identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    return ElectionConfig(
+        identity=identity,
+        namespace=options.leader_elect_lease_namespace.strip(),
+        name=options.leader_elect_lease_name.strip(),
+        lease_duration=options.leader_elect_lease_duration,
+        renew_deadline=options.leader_elect_renew_deadline,
+        retry_period=options.leader_elect_retry_period,
+    ).check()
 
 
 def resolve(options: ExtenderOptions) -> ExtenderSettings:
@@ -239,6 +325,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         ),
     )
     host, port = parse_listen(options.listen)
+    probe = parse_listen(options.probe_listen, "--probe-listen") if options.probe_listen.strip() else None
     return ExtenderSettings(
         strategy=ScoringStrategy(options.strategy, weight_table(options.weights)),
         cache=CacheSettings(mode=selection.mode, resync_period=period, config=config),
@@ -247,8 +334,13 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
         heartbeat_namespace=options.heartbeat_namespace.strip(),
         nrt_files=options.nrt_files,
-        kubelet_accurate_sidecars=options.kubelet_accurate_sidecars,
+        compat=options.compat,
         max_request_body=parse_size(options.max_request_body),
+        tls=_tls(options),
+        probe_address=probe,
+        election=_election(options),
+        leader_service=options.leader_elect_service.strip(),
+        advertise_address=options.leader_elect_advertise_address.strip(),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rte.consumer.store import DELETED, NRTStore, heartbeat_from_lease
@@ -87,6 +87,12 @@ class ClusterFeeds:
     def stop(self) -> None:
         for reflector in self.reflectors:
             reflector.stop()
+
+    def relist(self, name: str) -> Callable[[], bool]:
+        """List ``name`` (``"pods"``) again now; the result tells whether that list was delivered."""
+        [reflector] = [r for r in self.reflectors if r.name == name]
+        ticket = reflector.relist()
+        return lambda: reflector.listed >= ticket
 
     def status(self) -> dict[str, Any]:
         return {

@@ -1,9 +1,10 @@
 """Pods as the NUMA decisions see them: container requests, QoS class, effective request.
 
 Built from a Pod manifest or API object (a decoded JSON/YAML mapping). Only what the filter,
-the scores, the reserve cache and the exclusivity rule read is kept. Requests are defaulted from
-limits the way the apiserver does on admission, so a manifest read from a file behaves like the
-object the scheduler would see.
+the scores, the reserve cache, the exclusivity rule and kubelet admission read is kept. Requests
+are defaulted from limits the way the apiserver does on admission, so a manifest read from a file
+behaves like the object the scheduler would see; that includes the pod-level ``spec.resources``
+of KEP-2837 (:class:`PodLevelResources`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,26 @@ class Container:
 
 
 @dataclass(frozen=True, slots=True)
+class PodLevelResources:
+    """``spec.resources`` (KEP-2837, beta and on by default since Kubernetes 1.34): the pod's
+    own requests and limits, requests defaulted from limits like a container's."""
+
+    requests: Mapping[str, Amount] = field(default_factory=dict)
+    limits: Mapping[str, Amount] = field(default_factory=dict)
+
+    @property
+    def is_set(self) -> bool:
+        """``IsPodLevelResourcesSet`` (kubernetes/kubernetes
+        ``staging/src/k8s.io/component-helpers/resource/helpers.go``): a request or limit of a
+        resource pod-level resources support (cpu, memory, hugepages)."""
+        return any(_pod_level_supported(r) for r in (*self.requests, *self.limits))
+
+
+def _pod_level_supported(resource: str) -> bool:
+    return resource in _QOS_RESOURCES or resource.startswith("hugepages-")
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     """The parts of a pod that NUMA-aware placement and accounting need."""
 
@@ -59,6 +80,8 @@ class Pod:
     init_containers: tuple[Container, ...] = ()
     overhead: Mapping[str, Amount] = field(default_factory=dict)
     status_qos_class: str = ""
+    resources: PodLevelResources | None = None
+    """Pod-level requests and limits (``spec.resources``), when the pod sets them."""
 
     @property
     def key(self) -> PodKey:
@@ -73,6 +96,10 @@ class Pod:
         """The QoS class: ``status.qosClass`` when the apiserver set it, else computed."""
         if self.status_qos_class in _QOS_CLASSES:
             return self.status_qos_class
+        if self.resources is not None:
+            # kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go ComputePodQOS: with
+            # pod-level resources they alone decide the class (PodLevelResources is on by default).
+            return requirements_qos_class(self.resources.requests, self.resources.limits)
         return compute_qos_class(self.containers + self.init_containers)
 
     @property
@@ -121,6 +148,25 @@ def compute_qos_class(containers: Iterable[Container]) -> str:
     return QOS_BURSTABLE
 
 
+def requirements_qos_class(requests: Mapping[str, Amount], limits: Mapping[str, Amount]) -> str:
+    """The QoS class of one set of requests and limits (kubernetes/kubernetes
+    ``pkg/apis/core/v1/helper/qos/qos.go`` ``resourceQOS``): Guaranteed when cpu and memory are
+    both set with requests equal to limits, BestEffort when neither is set, Burstable otherwise."""
+    if not requests and not limits:
+        return QOS_BEST_EFFORT
+    qos = ""
+    for res in _QOS_RESOURCES:
+        req, lim = requests.get(res, 0), limits.get(res, 0)
+        if req != lim:
+            return QOS_BURSTABLE
+        best_effort = req == 0
+        if not qos:
+            qos = QOS_BEST_EFFORT if best_effort else QOS_GUARANTEED
+        elif best_effort != (qos == QOS_BEST_EFFORT):
+            return QOS_BURSTABLE
+    return qos
+
+
 def add_requests(total: dict[str, Amount], requests: Mapping[str, Amount]) -> None:
     for res, qty in requests.items():
         total[res] = total.get(res, 0) + qty
@@ -144,11 +190,14 @@ def effective_request(pod: Pod) -> dict[str, Amount]:
     return total
 
 
-def kubelet_pod_request(pod: Pod) -> dict[str, Amount]:
-    """The pod request the kubelet's pod-scope Topology Manager aligns, sidecars included.
+def kubelet_pod_request(pod: Pod, *, overhead: bool = True) -> dict[str, Amount]:
+    """The pod's request as the kubelet sums its containers, sidecars included.
 
     Sidecars run for the pod's whole life, so they add to the app containers; each regular init
-    container runs alone, on top of the sidecars started before it.
+    container runs alone, on top of the sidecars started before it (kubernetes/kubernetes
+    ``staging/src/k8s.io/component-helpers/resource/helpers.go`` ``PodRequests``). The resource
+    managers align the pod without its overhead (``overhead=False``; the device manager's
+    ``getPodDeviceRequest`` in ``pkg/kubelet/cm/devicemanager/topology_hints.go``).
     """
     total: dict[str, Amount] = {}
     running_sidecars: dict[str, Amount] = {}
@@ -169,7 +218,8 @@ def kubelet_pod_request(pod: Pod) -> dict[str, Amount]:
     for res, qty in init_peak.items():
         if qty > total.get(res, 0):
             total[res] = qty
-    add_requests(total, pod.overhead)
+    if overhead:
+        add_requests(total, pod.overhead)
     return total
 
 
@@ -191,17 +241,22 @@ def resource_quantities(value: Any, where: str) -> dict[str, Amount]:
     return out
 
 
-def _container(value: Any, where: str) -> Container:
+def _requirements(value: Any, where: str) -> tuple[dict[str, Amount], dict[str, Amount]]:
+    """(requests, limits) of a ``resources`` object, requests defaulted from limits."""
     if not isinstance(value, Mapping):
-        raise InputError(where, f"expected a container object, got {value!r}")
-    resources = value.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise InputError(f"{where}.resources", f"expected an object, got {resources!r}")
-    limits = resource_quantities(resources.get("limits"), f"{where}.resources.limits")
-    requests = resource_quantities(resources.get("requests"), f"{where}.resources.requests")
+        raise InputError(where, f"expected an object, got {value!r}")
+    limits = resource_quantities(value.get("limits"), f"{where}.limits")
+    requests = resource_quantities(value.get("requests"), f"{where}.requests")
     # API defaulting: a resource with a limit and no request requests its limit.
     for res, qty in limits.items():
         requests.setdefault(res, qty)
+    return requests, limits
+
+
+def _container(value: Any, where: str) -> Container:
+    if not isinstance(value, Mapping):
+        raise InputError(where, f"expected a container object, got {value!r}")
+    requests, limits = _requirements(value.get("resources") or {}, f"{where}.resources")
     policy = value.get("restartPolicy")
     return Container(
         name=str(value.get("name", "")),
@@ -245,4 +300,15 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
         overhead=resource_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
         status_qos_class=str(status.get("qosClass") or ""),
+        resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
     )
+
+
+def _pod_level(value: Any, where: str) -> PodLevelResources | None:
+    """``spec.resources``; None when absent or without any request or limit."""
+    if value is None:
+        return None
+    requests, limits = _requirements(value, where)
+    if not requests and not limits:
+        return None
+    return PodLevelResources(requests=requests, limits=limits)

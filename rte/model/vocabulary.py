@@ -11,6 +11,8 @@ concept, the enum's value:
 * :class:`FingerprintMethod`: ``all`` / ``with-exclusive-resources``, the values of the NRT's
   ``nodeTopologyPodsFingerprintMethod`` attribute (k8stopologyawareschedwg/podfingerprint
   ``podfingerprint.go``), which consumers compare byte for byte.
+* :class:`Compat`: ``kubelet`` / ``reference``, whose admission decisions the consumer
+  reproduces (``rte fit``, ``rte extender`` and ``rte simulate`` take it as ``--compat``).
 """
 
 from __future__ import annotations
@@ -51,3 +53,16 @@ class FingerprintMethod(Choice):
     ALL = "all"
     WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
     """Only pods holding exclusive resources (:func:`rte.model.exclusive.is_exclusive`)."""
+
+
+class Compat(Choice):
+    """Whose decisions the consumer reproduces: the kubelet's admission, or the reference plugin's.
+
+    ``kubelet`` (the default) decides as the node's kubelet admits (:mod:`rte.model.admission`);
+    ``reference`` reproduces kubernetes-sigs/scheduler-plugins ``NodeResourceTopologyMatch``
+    bit for bit (its ``single-numa-node``-only Filter, its sidecar and init-container rules, its
+    Score gating), for a cluster that must behave exactly like that plugin.
+    """
+
+    KUBELET = "kubelet"
+    REFERENCE = "reference"

@@ -20,6 +20,11 @@ written within ``write_timeout``; an idle kept-alive connection is closed after
 the new one. A body larger than ``max_body`` is refused with 413 before it is read
 (:mod:`rte.runtime.httpwire` has the message rules). A client that goes away mid-request or
 mid-response costs one log line, never a traceback.
+
+With ``tls`` (:mod:`rte.runtime.tls`) every connection is TLS with a required client certificate;
+the dispatcher runs the handshake without blocking, within ``header_timeout``. Decrypted bytes a
+selector cannot see are drained after each read and when a worker gives a connection back.
+A response marked ``close`` ends its connection (a client then connects afresh).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import os
 import queue
 import selectors
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -37,6 +43,7 @@ from email.message import Message
 from http import HTTPStatus
 
 from rte.errors import ConfigError
+from rte.runtime import tls as tlsio
 from rte.runtime.httpwire import (
     BodyReader,
     ClientGone,
@@ -77,10 +84,11 @@ class Limits:
 
 
 class _Conn:
-    __slots__ = ("buf", "deadline", "draining", "peer", "since", "sock", "started")
+    __slots__ = ("buf", "deadline", "draining", "handshaking", "peer", "since", "sock", "started")
 
     def __init__(self, sock: socket.socket, peer: str, now: float, deadline: float) -> None:
         self.sock = sock
+        self.handshaking = isinstance(sock, ssl.SSLSocket)
         self.peer = peer
         self.buf = bytearray()
         self.since = now
@@ -92,7 +100,8 @@ class _Conn:
 class HttpServer:
     """Serves ``handler`` on ``host:port`` until :meth:`stop`; ``port=0`` picks a free port.
 
-    ``setting`` names the listen address in the error raised when the port cannot be bound.
+    ``setting`` names the listen address in the error raised when the port cannot be bound;
+    ``tls`` makes it an HTTPS server requiring client certificates (see the module docstring).
     """
 
     def __init__(
@@ -106,8 +115,10 @@ class HttpServer:
         server_name: str = "rte",
         setting: str = "--listen",
         thread_name: str = "rte-http",
+        tls: tlsio.ServerTls | None = None,
     ) -> None:
         self.limits = limits or Limits()
+        self.tls = tls
         self._handler = handler
         self._errors = errors
         self._server_name = server_name
@@ -142,7 +153,8 @@ class HttpServer:
     @property
     def url(self) -> str:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://[{host}]:{self.port}" if ":" in host else f"{scheme}://{host}:{self.port}"
 
     def start(self) -> HttpServer:
         if self._threads:
@@ -229,6 +241,15 @@ class HttpServer:
             sock.setblocking(False)
             with contextlib.suppress(OSError):  # small answers: no Nagle delay
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls is not None:
+                try:
+                    sock = self.tls.context().wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
+                except (OSError, ValueError) as e:
+                    log.warning("http: cannot start TLS with %s: %s", address, e)
+                    sock.close()
+                    continue
             with self._lock:
                 self._open += 1
             peer = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
@@ -258,11 +279,22 @@ class HttpServer:
                 self._ready.put(conn)
             else:
                 self._wait(conn)
+                if tlsio.pending(conn.sock):
+                    self._readable(conn)
 
     def _readable(self, conn: _Conn) -> None:
+        if conn.handshaking:
+            done = tlsio.handshake(conn.sock)  # type: ignore[arg-type]
+            if done is None:
+                self._drop(conn)
+            if not done:
+                return
+            conn.handshaking = False
         try:
             data = conn.sock.recv(64 * 1024)
-        except (BlockingIOError, InterruptedError):
+            while data and tlsio.pending(conn.sock):
+                data += conn.sock.recv(64 * 1024)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError:
             data = b""
@@ -362,6 +394,7 @@ class HttpServer:
             )
             path, _, query = target.partition("?")
             response = self._call(HttpRequest(method, path, query, headers, body, conn.peer))
+            keep_alive = keep_alive and not response.close
         except HttpError as e:
             response, keep_alive = self._errors(e.status, str(e)), False
         except ClientGone as e:

@@ -47,6 +47,8 @@ class Response:
     status: int
     body: bytes = b""
     content_type: str = TEXT
+    close: bool = False
+    """End the connection after this answer (a load balancer then picks a backend afresh)."""
 
 
 def json_response(status: int, obj: Any) -> Response:

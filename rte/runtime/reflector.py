@@ -8,6 +8,9 @@ Shared by the agent (the pods bound to its node) and the scheduler extender (NRT
   kept fresh by bookmarks, without a relist; one that ends at once is backed off like a failure,
   so a proxy that closes streams cannot turn the loop into a request storm;
 * ``410 Gone`` (as an ERROR event or a status) means the history moved on: list again;
+* :meth:`Reflector.relist` ends the watch and lists again now, for a caller that must know the
+  state as of a moment (a new leader): it waits until :attr:`Reflector.listed` reaches the number
+  returned, that of a list begun after the call;
 * any other failure (refused or cut connection, 5xx, 403 before RBAC is granted) is retried with
   jittered exponential backoff. Nothing ends the thread but :meth:`Reflector.stop`; a malformed
   object is logged and skipped, never fatal.
@@ -119,6 +122,10 @@ class Reflector:
         self.backoff_cap = backoff_cap
         self._rng = rng
         self._rv: str | None = None
+        self._relist = False
+        self._lists_started = 0
+        self.listed = 0
+        """The number of the last list delivered, counting every list begun (failed ones too)."""
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._response: Any = None
@@ -149,6 +156,19 @@ class Reflector:
             self._thread.join(timeout)
             self._thread = None
 
+    def relist(self) -> int:
+        """List again at once, ending the watch in progress (no backoff, no failure counted).
+
+        Returns the value :attr:`listed` reaches once a list begun after this call was delivered.
+        """
+        with self._lock:
+            self._relist = True
+            response = self._response
+            ticket = self._lists_started + 1
+        if response is not None:
+            _unblock(response)
+        return ticket
+
     def _delay(self, attempt: int) -> float:
         return backoff_delay(attempt, self.backoff_base, self.backoff_cap, self._rng)
 
@@ -156,11 +176,12 @@ class Reflector:
         attempt = 0
         while not self._stop.is_set():
             try:
-                if self._rv is None:
+                if self._rv is None or self._relist:
+                    self._relist = False
                     self._list()
                 started = time.monotonic()
                 self._watch()
-                if time.monotonic() - started >= _QUICK_END:
+                if self._relist or time.monotonic() - started >= _QUICK_END:
                     attempt = 0
                     continue
                 self._stop.wait(self._delay(attempt))
@@ -172,6 +193,8 @@ class Reflector:
             except Exception as e:
                 if self._stop.is_set():
                     break
+                if self._relist:  # relist() cut the watch: not a failure
+                    continue
                 self.failures += 1
                 self.last_error = _describe(e)
                 if _status(e) == 410:
@@ -181,6 +204,9 @@ class Reflector:
                 attempt += 1
 
     def _list(self) -> None:
+        with self._lock:
+            self._lists_started += 1
+            number = self._lists_started
         items: list[Obj] = []
         token: str | None = None
         while True:
@@ -203,6 +229,7 @@ class Reflector:
                 break
         self._deliver_list(items)
         self._rv = rv
+        self.listed = number
         self.lists += 1
         self.synced.set()
         log.debug("%s: listed %d objects at resourceVersion %s", self.name, len(items), rv)
@@ -228,8 +255,8 @@ class Reflector:
             self._response = response
         ended = False
         try:
-            if self._stop.is_set():
-                return  # stop() ran before the response was published: it could not unblock us
+            if self._stop.is_set() or self._relist:
+                return  # stop() or relist() ran before the response was published: it could not unblock us
             for event in _events(response):
                 self._handle(event)
                 if self._stop.is_set():

@@ -13,7 +13,7 @@ from typing import Any
 
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import SettingError
-from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.model.vocabulary import Compat, FingerprintMethod, InformerMode
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
 from rte.sim.kubelet import POLICIES, SCOPES
@@ -92,6 +92,9 @@ class SimConfig:
     """From the NRT write to the scheduler's store applying it."""
     strategy: str = field(default=DEFAULT_STRATEGY_NAME, metadata=setting(CHOICE, choices=STRATEGIES))
     """Score strategy."""
+    compat: Compat = field(default=Compat.KUBELET, metadata=setting(CHOICE, enum=Compat))
+    """Whose rules the scheduler's Filter and Score follow: the kubelet's admission, or the
+    reference plugin's bit for bit (reference)."""
     schedule_cycle: float = _seconds(0.005)
     """Time one scheduling cycle occupies the (single) scheduler."""
     bind_latency: float = _seconds(0.05)
@@ -138,6 +141,7 @@ class SimConfig:
         method = FingerprintMethod.parse(self.fingerprint_method, "fingerprint_method")
         object.__setattr__(self, "fingerprint_method", method)
         object.__setattr__(self, "informer_mode", InformerMode.parse(self.informer_mode, "informer_mode"))
+        object.__setattr__(self, "compat", Compat.parse(self.compat, "compat"))
 
     def parsed_burst(self) -> Burst | None:
         return parse_burst(self.burst) if self.burst is not None else None

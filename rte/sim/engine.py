@@ -109,7 +109,7 @@ class Simulation:
             node_names=self.names,
             node_allocatable=[hw.node_allocatable for hw in self.hardware],
             cache=self.cache,
-            shapes=[prepare_pod(t) for t in self.templates],
+            shapes=[prepare_pod(t, compat=config.compat) for t in self.templates],
             strategy=ScoringStrategy(config.strategy),
             rng=stream(config.seed, "ties"),
             report_marks=self.reserve_mode,

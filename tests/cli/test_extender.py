@@ -29,7 +29,7 @@ from rte.consumer.cache.config import (
 from rte.consumer.score import ScoringStrategy
 from rte.extender.app import ExtenderApp
 from rte.extender.settings import EXTENDER_SCHEMA, extender_settings, resolve
-from rte.model.vocabulary import InformerMode
+from rte.model.vocabulary import Compat, InformerMode
 from rte.settings.loader import load
 from tests.helpers.extender import GI, Client, nrt, pod
 from tests.helpers.paths import REPO
@@ -121,7 +121,7 @@ def test_rte_s_additions_reach_the_cache_configuration() -> None:
         load_mode="score",
         load_thresholds=["memoryPressurePercent=90", "cpuUtilizationPercent=70"],
         load_score_factor="0.25",
-        kubelet_accurate_sidecars=True,
+        compat="REFERENCE",
     )
     config = tuned.cache.config
     assert config.resync_scope is ResyncScope.ONLY_RESOURCES
@@ -131,7 +131,8 @@ def test_rte_s_additions_reach_the_cache_configuration() -> None:
     assert config.load == LoadAwareConfig(
         LoadMode.SCORE, {"memoryPressurePercent": 90, "cpuUtilizationPercent": 70}, 0.25
     )
-    assert tuned.kubelet_accurate_sidecars
+    assert tuned.compat is Compat.REFERENCE
+    assert extender_settings().compat is Compat.KUBELET, "the kubelet's rules by default"
 
 
 def _busy_and_sidecar_files(tmp_path: Path) -> list[str]:
@@ -153,16 +154,14 @@ def _sidecar_pod() -> dict[str, object]:
     return manifest
 
 
-@pytest.mark.parametrize("accurate", [False, True])
-def test_the_load_score_mode_and_the_sidecar_mode_reach_the_served_decisions(
-    tmp_path: Path, accurate: bool
-) -> None:
+@pytest.mark.parametrize("compat", ["reference", "kubelet"])
+def test_the_load_score_mode_and_the_rules_reach_the_served_decisions(tmp_path: Path, compat: str) -> None:
     settings = extender_settings(
         listen="127.0.0.1:0",
         nrt_files=_busy_and_sidecar_files(tmp_path),
         strategy="MostAllocated",
         load_mode="score",
-        kubelet_accurate_sidecars=accurate,
+        compat=compat,
     )
     with ExtenderApp(settings) as app:
         assert app.server is not None
@@ -174,7 +173,7 @@ def test_the_load_score_mode_and_the_sidecar_mode_reach_the_served_decisions(
         assert scores == [{"Host": "hot", "Score": 3}, {"Host": "cool", "Score": 5}]  # 25 and 50 of 100
         # The reference places a sidecar like an init container; the kubelet keeps its CPUs.
         _, result = client.post("filter", {"Pod": _sidecar_pod(), "NodeNames": ["solo"]})
-        assert result["NodeNames"] == ([] if accurate else ["solo"])
+        assert result["NodeNames"] == ([] if compat == "kubelet" else ["solo"])
         client.close()
 
 
@@ -204,7 +203,7 @@ TUNED = [
     "--load-threshold=memoryPressurePercent=90",
     "--load-threshold=cpuUtilizationPercent=70",
     "--load-score-factor=0.25",
-    "--kubelet-accurate-sidecars",
+    "--compat=Reference",
 ]
 
 

@@ -7,10 +7,12 @@ Guaranteed; both nodes run single-numa-node / container scope.
 * worker-b: both zones fit; the kubelet takes the lowest id, node-0.
   LeastAllocated per zone = mean over cpu, memory of (avail - req) * 100 // avail:
   node-0: cpu (8-4)*100//8 = 50, memory (16-8)*100//16 = 50 -> 50;
-  node-1: cpu (16-4)*100//16 = 75, memory (64-8)*100//64 = 87 -> (75+87)//2 = 81;
-  node score = smallest non-zero zone score = 50.
-  MostAllocated with cpu=3: node-0 (3*50 + 50)//4 = 50; node-1 cpu 4*100//16 = 25,
-  memory 8*100//64 = 12 -> (3*25 + 12)//4 = 21; smallest = 21 (18 without the weight).
+  node-1: cpu (16-4)*100//16 = 75, memory (64-8)*100//64 = 87 -> (75+87)//2 = 81.
+  The kubelet's rules score the zone it takes, node-0: 50. The reference's take the smallest
+  non-zero zone score: 50 as well.
+  MostAllocated: node-0 cpu 4*100//8 = 50, memory 8*100//16 = 50 -> 50, with cpu=3
+  (3*50 + 50)//4 = 50; node-1 cpu 4*100//16 = 25, memory 8*100//64 = 12 -> 18, with cpu=3
+  (3*25 + 12)//4 = 21. Kubelet rules: node-0's 50 either way; reference: smallest, 18 and 21.
   LeastNUMANodes: one zone at distance 10 (the minimum): 100 - 1*(100//8) + (100//8)//2 = 94.
 """
 
@@ -27,7 +29,10 @@ from tests.helpers.paths import REPO
 
 POD = str(REPO / "examples" / "pod-guaranteed.yaml")
 NRTS = str(REPO / "examples" / "nrt-two-nodes.yaml")
-WORKER_A_REASON = 'cannot align container "app": memory=8589934592 fits in no single NUMA zone with the rest'
+WORKER_A_REASON = "single-numa-node: no single NUMA zone holds cpu=4 and memory=8Gi"
+REFERENCE_WORKER_A_REASON = (
+    'cannot align container "app": memory=8589934592 fits in no single NUMA zone with the rest'
+)
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -57,13 +62,28 @@ def test_json_output_has_exactly_node_fits_reason_score() -> None:
     ]
 
 
+def test_the_reference_rules_give_the_reference_reason() -> None:
+    code, out, _ = run("--pod", POD, NRTS, "-o", "json", "--compat", "Reference")
+    assert code == 0
+    assert json.loads(out)[0]["reason"] == REFERENCE_WORKER_A_REASON
+
+
+def test_unknown_rules_are_a_one_line_error() -> None:
+    code, _, err = run("--pod", POD, NRTS, "--compat", "kubernetes")
+    assert code == 2
+    assert "--compat: 'kubernetes' is not one of kubelet, reference" in err
+
+
 @pytest.mark.parametrize(
     ("options", "score"),
     [
-        (["--strategy", "MostAllocated"], 18),
-        (["--strategy", "MostAllocated", "--weight", "cpu=3"], 21),
+        (["--strategy", "MostAllocated"], 50),
+        (["--strategy", "MostAllocated", "--weight", "cpu=3"], 50),
+        (["--strategy", "MostAllocated", "--compat", "reference"], 18),
+        (["--strategy", "MostAllocated", "--weight", "cpu=3", "--compat", "reference"], 21),
         (["--strategy", "LeastNUMANodes"], 94),
         (["--strategy", "leastnumanodes"], 94),
+        (["--strategy", "LeastNUMANodes", "--compat", "reference"], 94),
     ],
 )
 def test_strategy_and_weights_change_the_score_as_computed_by_hand(options: list[str], score: int) -> None:
@@ -140,7 +160,7 @@ status: {allocatable: {cpu: "4", memory: 4Gi, example.com/nic: "2"}}
     assert result["n2"] == {
         "node": "n2",
         "fits": False,
-        "reason": 'cannot align container "c": example.com/nic is not allocatable on the node',
+        "reason": "example.com/nic is not allocatable on the node",
         "score": None,
     }
     # Without an NRT the node passes and scores 0 (the pod is Guaranteed).

@@ -37,7 +37,7 @@ def test_every_flag_of_every_command_has_help_text() -> None:
 def test_fit_node_help_says_what_the_allocatable_check_does() -> None:
     result = CliRunner().invoke(main, ["fit", "--help"], terminal_width=500)
     text = " ".join(result.stdout.split())
-    assert "On a node whose NRT is filtered (single-numa-node policy), a requested resource missing" in text
+    assert "On a node whose NRT is filtered, a requested resource missing from the Node" in text
     assert "A Node without an NRT is listed too, and fits." in text
 
 

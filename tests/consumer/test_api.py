@@ -5,6 +5,7 @@ import pytest
 from rte.consumer.api import Decision, NodeCandidate, evaluate, node_allocatable
 from rte.consumer.requests import prepare_pod
 from rte.errors import ConfigError, InputError
+from rte.model.vocabulary import Compat
 from tests.helpers.consumer import GI, container, pod, slit, view
 
 ZONES = {0: {"cpu": 4, "memory": 8 * GI}, 1: {"cpu": 8, "memory": 8 * GI}}
@@ -23,6 +24,22 @@ def _nodes() -> list[NodeCandidate]:
 def test_evaluate_filters_and_scores_every_node_in_order() -> None:
     p = pod(container("c", {"cpu": 2, "memory": 4 * GI}))
     decisions = evaluate(p, _nodes(), "MostAllocated")
+    # The kubelet puts the pod on zone 0 (the lowest that holds it): Score rates that zone.
+    assert [(d.node, d.fits, d.score) for d in decisions] == [
+        ("small", False, None),
+        ("big", True, 50),
+        ("plain", True, 0),
+        ("stale", False, None),
+        ("no-gpu", True, 50),
+    ]
+    assert decisions[0].reason == "single-numa-node: no single NUMA zone holds cpu=2"
+    assert decisions[1].reason == "fits NUMA zone 0"
+    assert decisions[3].reason == "invalid node topology data"
+
+
+def test_evaluate_with_the_reference_rules_scores_the_worst_zone_that_fits() -> None:
+    p = pod(container("c", {"cpu": 2, "memory": 4 * GI}))
+    decisions = evaluate(p, _nodes(), "MostAllocated", compat="reference")
     assert [(d.node, d.fits, d.score) for d in decisions] == [
         ("small", False, None),
         ("big", True, 37),
@@ -31,7 +48,6 @@ def test_evaluate_filters_and_scores_every_node_in_order() -> None:
         ("no-gpu", True, 37),
     ]
     assert decisions[0].reason.startswith('cannot align container "c"')
-    assert decisions[3].reason == "invalid node topology data"
 
 
 def test_decisions_serialise_to_the_rte_fit_json_shape() -> None:
@@ -57,15 +73,22 @@ def test_evaluate_rejects_an_unknown_strategy() -> None:
         evaluate(pod(), [], "Random")
 
 
-def test_evaluate_honours_kubelet_accurate_sidecars_for_plain_pods() -> None:
+def test_evaluate_takes_the_rules_for_plain_pods_and_keeps_those_of_prepared_ones() -> None:
     p = pod(
         container("app", {"cpu": 3, "memory": GI}),
         init=[container("proxy", {"cpu": 3, "memory": GI}, sidecar=True)],
     )
     node = NodeCandidate("n", view({0: {"cpu": 4, "memory": 8 * GI}, 1: {"cpu": 2, "memory": 8 * GI}}))
-    assert evaluate(p, [node])[0].fits
-    assert not evaluate(p, [node], kubelet_accurate_sidecars=True)[0].fits
-    assert not evaluate(prepare_pod(p, kubelet_accurate_sidecars=True), [node])[0].fits
+    # The sidecar keeps 3 CPUs of zone 0, so the app container finds 3 in no zone.
+    assert not evaluate(p, [node])[0].fits
+    assert evaluate(p, [node], compat="reference")[0].fits
+    assert evaluate(prepare_pod(p, compat=Compat.REFERENCE), [node])[0].fits
+    assert not evaluate(prepare_pod(p), [node], compat="reference")[0].fits
+
+
+def test_evaluate_rejects_unknown_rules() -> None:
+    with pytest.raises(ConfigError, match="compat"):
+        evaluate(pod(), [], compat="scheduler")
 
 
 def test_node_allocatable_parses_the_node_status() -> None:

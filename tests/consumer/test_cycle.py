@@ -72,7 +72,7 @@ def test_a_failure_caused_by_our_reservations_is_marked_and_a_matching_resync_cl
 
     [decision] = evaluate_through_cache(incoming, ["n1"], cache)
     assert (decision.fits, decision.score) == (False, None)
-    assert decision.reason.startswith('cannot align container "c"')
+    assert decision.reason == "single-numa-node: no single NUMA zone holds cpu=2"
     assert cache.state_dump()["nodes"]["n1"]["dirty"], "the next resync must check this node"
 
     # The agent publishes p1 on zone 0; the fingerprint covers exactly the pods we know there.

@@ -1,4 +1,4 @@
-"""The optimised Filter and Score agree with a slow, literal transcription of the rules.
+"""The optimised Filter and Score agree with a slow, literal transcription of the reference rules.
 
 The production code works on precomputed bitmasks, bisection indexes and flat rows; the
 transcriptions below follow the reference's filter.go and score.go (kubernetes-sigs/scheduler-plugins
@@ -16,19 +16,19 @@ from fractions import Fraction
 
 import pytest
 
-from rte.consumer.filter import filter_node
 from rte.consumer.least_numa import float32
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import is_host_level
 from rte.consumer.score import (
     ScoringStrategy,
-    score_node,
 )
 from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_ALLOCATED, LEAST_NUMA_NODES, MOST_ALLOCATED
 from rte.model.exclusive import is_native_resource, is_numa_affine
 from rte.model.pod import Pod, effective_request
 from rte.model.quantity import Amount, ceil_value, parse_quantity
 from tests.helpers.consumer import container, pod, topology
+from tests.helpers.consumer import reference_filter as filter_node
+from tests.helpers.consumer import reference_score as score_node
 
 DEV = "vendor.com/nic"
 Zones = dict[int, dict[str, Amount]]

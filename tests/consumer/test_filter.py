@@ -1,3 +1,7 @@
+"""Filter by the reference plugin's rules (``Compat.REFERENCE``), pinned: every call here goes
+through :func:`tests.helpers.consumer.reference_filter`. The kubelet's rules are tested in
+``test_kubelet_filter.py`` and ``tests/model/test_admission_table.py``."""
+
 import pytest
 
 from rte.consumer.filter import (
@@ -7,12 +11,11 @@ from rte.consumer.filter import (
     REASON_POD,
     REASON_SIDECAR_CONTAINER,
     FilterCode,
-    filter_node,
 )
 from rte.consumer.numaview import build_view
-from rte.consumer.requests import prepare_pod
 from rte.model.pod import QOS_BEST_EFFORT, QOS_BURSTABLE, QOS_GUARANTEED
 from tests.helpers.consumer import GI, container, pod, topology, view
+from tests.helpers.consumer import reference_filter as filter_node
 
 DEV = "vendor.com/nic"
 SCOPES = ["container", "pod"]
@@ -142,7 +145,7 @@ def test_pod_scope_takes_the_largest_init_container_when_it_exceeds_the_app_sum(
     assert filter_node(p, view(_zones([4, 6]), scope="pod")).numa_id == 1
 
 
-# --- sidecars: reference default versus kubelet-accurate accounting -----------------------------
+# --- sidecars: plain init containers for the reference --------------------------------------------
 
 
 def _sidecar_pod() -> object:
@@ -152,39 +155,13 @@ def _sidecar_pod() -> object:
     )
 
 
-def test_by_default_sidecars_are_not_subtracted_like_the_reference() -> None:
+def test_sidecars_are_not_subtracted_like_the_reference() -> None:
     result = filter_node(_sidecar_pod(), view(_zones([4, 2])))  # type: ignore[arg-type]
     assert result.fits and result.placements == (("app", 0),)
 
 
-def test_kubelet_accurate_sidecars_keep_their_zone_in_container_scope() -> None:
-    prep = prepare_pod(_sidecar_pod(), kubelet_accurate_sidecars=True)  # type: ignore[arg-type]
-    result = filter_node(prep, view(_zones([4, 2])))
-    assert result.code is FilterCode.UNSCHEDULABLE
-    assert result.reason.startswith(f'{REASON_CONTAINER} "app"')
-    spread = filter_node(prep, view(_zones([4, 4])))
-    assert spread.placements == (("proxy", 0), ("app", 1))
-
-
-def test_kubelet_accurate_sidecars_are_seen_by_later_init_containers() -> None:
-    p = pod(
-        container("app", {"cpu": 1, "memory": GI}),
-        init=[
-            container("proxy", {"cpu": 3, "memory": GI}, sidecar=True),
-            container("setup", {"cpu": 4, "memory": GI}),
-        ],
-    )
-    assert filter_node(p, view(_zones([4]))).fits
-    result = filter_node(prepare_pod(p, kubelet_accurate_sidecars=True), view(_zones([4])))
-    assert result.reason.startswith(f'{REASON_INIT_CONTAINER} "setup"')
-
-
-def test_kubelet_accurate_sidecars_are_summed_with_the_app_containers_in_pod_scope() -> None:
-    p = _sidecar_pod()
-    assert filter_node(p, view(_zones([4, 4]), scope="pod")).fits  # type: ignore[arg-type]
-    prep = prepare_pod(p, kubelet_accurate_sidecars=True)  # type: ignore[arg-type]
-    assert not filter_node(prep, view(_zones([4, 4]), scope="pod")).fits
-    assert filter_node(prep, view(_zones([4, 6]), scope="pod")).numa_id == 1
+def test_sidecars_are_checked_like_init_containers_in_pod_scope() -> None:
+    assert filter_node(_sidecar_pod(), view(_zones([4, 4]), scope="pod")).fits  # type: ignore[arg-type]
 
 
 # --- entry point statuses ------------------------------------------------------------------------

@@ -1,3 +1,6 @@
+"""Score by the reference plugin's rules (``Compat.REFERENCE``), pinned: every call goes through
+:func:`tests.helpers.consumer.reference_score`. The kubelet's rules are in ``test_kubelet_score.py``."""
+
 import pytest
 
 from rte.consumer.least_numa import average_distance, float32, normalize
@@ -6,7 +9,6 @@ from rte.consumer.score import (
     SCORE_FUNCTIONS,
     ScoringStrategy,
     sample_variance,
-    score_node,
 )
 from rte.consumer.strategies import (
     BALANCED_ALLOCATION,
@@ -20,6 +22,7 @@ from rte.consumer.strategies import (
 )
 from rte.errors import ConfigError
 from tests.helpers.consumer import GI, container, pod, slit, view
+from tests.helpers.consumer import reference_score as score_node
 
 MOST = ScoringStrategy(MOST_ALLOCATED)
 LEAST = ScoringStrategy(LEAST_ALLOCATED)

@@ -34,8 +34,10 @@ def documents(name: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d is not None]
 
 
-def one(name: str, kind: str) -> dict[str, Any]:
-    (found,) = [d for d in documents(name) if d["kind"] == kind]
+def one(name: str, kind: str, object_name: str | None = None) -> dict[str, Any]:
+    (found,) = [
+        d for d in documents(name) if d["kind"] == kind and object_name in (None, d["metadata"]["name"])
+    ]
     return found
 
 
@@ -175,7 +177,7 @@ def test_the_pod_monitor_scrapes_the_agents_named_port_as_job_node_agent() -> No
 
 def test_the_service_monitor_scrapes_the_extenders_service_as_job_scheduler_extender() -> None:
     monitor = one("monitoring.yaml", "ServiceMonitor")["spec"]
-    service = one("scheduler-extender.yaml", "Service")
+    service = one("scheduler-extender.yaml", "Service", "rte-extender-metrics")
     assert monitor["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     (endpoint,) = monitor["endpoints"]
     assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}

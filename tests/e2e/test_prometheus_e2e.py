@@ -193,7 +193,7 @@ def test_a_real_prometheus_scrapes_both_daemons_and_evaluates_every_rule_and_pan
             return rules if all(r.get("lastEvaluation", "").startswith("2") for r in rules) else []
 
         rules = wait_for(evaluated, 15, "a rule evaluation")
-        assert len(rules) == 7
+        assert len(rules) == 8
         assert all(r["health"] == "ok" for r in rules), rules
         assert [r["name"] for r in rules if r["state"] == "firing"] == []
     finally:

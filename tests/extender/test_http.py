@@ -27,7 +27,7 @@ from tests.helpers.extender import GI, PROFILE, Client, node, nrt, pod
 
 APP = {"cpu": 4, "memory": 8 * GI}
 """The request of the Guaranteed pod used throughout: 4 CPUs and 8 GiB on one NUMA zone."""
-NO_ZONE = 'cannot align container "main": memory=8589934592 fits in no single NUMA zone with the rest'
+NO_ZONE = "single-numa-node: no single NUMA zone holds cpu=4 and memory=8Gi"
 FOREIGN = (
     "invalid node topology data: node has pods bound by other schedulers not yet reflected in its topology"
 )
@@ -107,7 +107,7 @@ def test_filter_with_node_objects_returns_the_passing_objects_and_checks_allocat
     assert result["NodeNames"] is None
     assert result["Nodes"] == {"metadata": {}, "items": [nodes[0]]}  # the object as sent, labels included
     assert result["FailedNodes"] == {
-        "solo": 'cannot align container "main": example.com/nic is not allocatable on the node',
+        "solo": "example.com/nic is not allocatable on the node",
         "worker-a": NO_ZONE,
     }
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from rte.consumer.filter import FilterResult, filter_node
 from rte.consumer.numaview import NumaView, build_view
+from rte.consumer.requests import PreparedPod, prepare_pod
+from rte.consumer.score import DEFAULT_STRATEGY, ScoringStrategy, score_node
 from rte.model.pod import Container, Pod
 from rte.model.quantity import Amount, parse_quantity
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import Compat
 
 Quantities = Mapping[str, str | int]
 
@@ -91,3 +95,33 @@ def pod(
 
 
 GI = 2**30
+
+
+def as_reference(p: Pod | PreparedPod) -> PreparedPod:
+    """``p`` prepared for the reference plugin's rules (``Compat.REFERENCE``)."""
+    if isinstance(p, PreparedPod):
+        assert p.reference, "a pod prepared for the kubelet's rules"
+        return p
+    return prepare_pod(p, compat=Compat.REFERENCE)
+
+
+def reference_filter(
+    p: Pod | PreparedPod,
+    node_view: NumaView | None,
+    allocatable: Collection[str] | None = None,
+    *,
+    fresh: bool = True,
+) -> FilterResult:
+    """Filter by the reference plugin's rules: the modules that pin those rules call this."""
+    return filter_node(as_reference(p), node_view, allocatable, fresh=fresh)
+
+
+def reference_score(
+    p: Pod | PreparedPod,
+    node_view: NumaView | None,
+    strategy: ScoringStrategy = DEFAULT_STRATEGY,
+    *,
+    fresh: bool = True,
+) -> int:
+    """Score by the reference plugin's rules."""
+    return score_node(as_reference(p), node_view, strategy, fresh=fresh)

@@ -9,6 +9,8 @@ from rte.model.pod import (
     QOS_BEST_EFFORT,
     QOS_BURSTABLE,
     QOS_GUARANTEED,
+    Container,
+    Pod,
     effective_request,
     kubelet_pod_request,
     pod_from_manifest,
@@ -165,3 +167,53 @@ def test_native_resource_names() -> None:
     assert is_native_resource("hugepages-1Gi")
     assert is_native_resource("requests.kubernetes.io/foo")
     assert not is_native_resource("nvidia.com/gpu")
+
+
+def test_pod_level_resources_are_read_with_requests_defaulted_from_limits() -> None:
+    p = pod_from_manifest(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "resources": {"limits": {"cpu": "4", "memory": "4Gi"}, "requests": {"cpu": "2"}},
+                "containers": [{"name": "c"}],
+            },
+        }
+    )
+    assert p.resources is not None and p.resources.is_set
+    assert p.resources.requests == {"cpu": 2, "memory": 4 * 2**30}
+    assert p.resources.limits == {"cpu": 4, "memory": 4 * 2**30}
+
+
+def test_pod_level_resources_alone_decide_the_qos_class() -> None:
+    def level(resources: dict[str, object]) -> str:
+        manifest = {
+            "metadata": {"name": "p"},
+            "spec": {
+                "resources": resources,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+        return pod_from_manifest(manifest).qos_class
+
+    assert level({"limits": {"cpu": "4", "memory": "4Gi"}}) == QOS_GUARANTEED
+    assert level({"requests": {"cpu": "1"}, "limits": {"cpu": "4", "memory": "4Gi"}}) == QOS_BURSTABLE
+    assert level({"requests": {"ephemeral-storage": "1Gi"}}) == QOS_BEST_EFFORT
+
+
+def test_pod_level_resources_without_cpu_memory_or_hugepages_are_not_set() -> None:
+    p = pod_from_manifest(
+        {"metadata": {"name": "p"}, "spec": {"resources": {"limits": {"ephemeral-storage": "1Gi"}}}}
+    )
+    assert p.resources is not None and not p.resources.is_set
+    assert pod_from_manifest({"metadata": {"name": "p"}, "spec": {"resources": {}}}).resources is None
+
+
+def test_the_kubelet_aligns_a_pod_without_its_overhead() -> None:
+    pod = Pod(
+        "ns",
+        "p",
+        containers=(Container("c", {"cpu": 2}, {"cpu": 2}),),
+        overhead={"cpu": 1},
+    )
+    assert kubelet_pod_request(pod) == {"cpu": 3}
+    assert kubelet_pod_request(pod, overhead=False) == {"cpu": 2}

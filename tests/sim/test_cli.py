@@ -206,3 +206,23 @@ def test_a_plot_that_cannot_be_written_fails_before_the_run(
     assert result.stdout == ""  # nothing simulated
     assert result.stderr.startswith(f"rte: error: --plot: {message}")
     assert result.stderr.count("\n") == 1
+
+
+def test_the_scheduler_follows_the_kubelets_rules_unless_told_the_reference() -> None:
+    default = json.loads(invoke(*FAST, "-o", "json").stdout)
+    reference = json.loads(invoke(*FAST, "-o", "json", "--compat", "Reference").stdout)
+    assert (default["config"]["compat"], reference["config"]["compat"]) == ("kubelet", "reference")
+    bad = invoke(*FAST, "--compat", "plugin")
+    assert bad.exit_code == 2 and "--compat: 'plugin' is not one of kubelet, reference" in bad.output
+
+
+def test_the_rules_reach_the_scheduler() -> None:
+    from rte.model.vocabulary import Compat
+    from rte.sim.config import SimConfig
+    from rte.sim.engine import Simulation
+
+    sim = Simulation(SimConfig(nodes=2, pods=4, compat="reference"))  # type: ignore[arg-type]
+    assert {shape.compat for shape in sim.scheduler.shapes} == {Compat.REFERENCE}
+    assert {shape.compat for shape in Simulation(SimConfig(nodes=2, pods=4)).scheduler.shapes} == {
+        Compat.KUBELET
+    }

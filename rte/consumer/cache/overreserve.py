@@ -388,6 +388,14 @@ class OverReserveCache:
     def _is_clean(self, st: NodeState, now: float) -> bool:
         return not (st.reservations or st.dirty or st.foreign or self._blocked_at_startup(st, now))
 
+    def restart_startup_grace(self, now: float | None = None) -> None:
+        """Apply the startup rule again from ``now``, to every node: for a new extender leader,
+        which cannot know what the previous one placed (see rte/extender/leadership.py)."""
+        with self._lock:
+            self._started_at = self._clock() if now is None else now
+            for st in self._nodes.values():
+                st.unverified = True
+
     def _in_startup(self, now: float) -> bool:
         return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace
 

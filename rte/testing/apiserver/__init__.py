@@ -18,7 +18,8 @@ Served (what the node agent and the scheduler-side consumer touch):
   While the CRD is not installed (:meth:`FakeApiServer.uninstall_crd`) these paths are 404.
 - ``/apis/apiextensions.k8s.io/v1/customresourcedefinitions[/{name}]``: read-only.
 - ``/api/v1/nodes[/{name}]``, ``/api/v1/pods`` and ``/api/v1/namespaces/{ns}/pods[/{name}]``
-  (fieldSelector ``spec.nodeName=...``), ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases``.
+  (fieldSelector ``spec.nodeName=...``), ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases``,
+  ``/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices`` (the extender leader's endpoint).
 - ``/version``, ``/healthz``, ``/readyz``, ``/livez`` and the discovery documents.
 
 Semantics kept from the real apiserver: one global resourceVersion bumped by every stored change

@@ -125,4 +125,13 @@ LEASES = ResourceDef(
     micro_time_fields=(("spec", "acquireTime"), ("spec", "renewTime")),
 )
 
-BUILTIN = (CRDS, NODES, PODS, LEASES)
+ENDPOINT_SLICES = ResourceDef(
+    group="discovery.k8s.io",
+    versions=("v1",),
+    plural="endpointslices",
+    singular="endpointslice",
+    kind="EndpointSlice",
+    namespaced=True,
+)
+
+BUILTIN = (CRDS, NODES, PODS, LEASES, ENDPOINT_SLICES)

@@ -1,0 +1,36 @@
+"""The list + watch reflector against the apiserver double: a relist on demand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from rte.runtime.reflector import Obj, Reflector
+from rte.testing.apiserver import FakeApiServer
+from tests.helpers.waiting import wait_for
+
+
+def test_relist_ends_the_watch_and_delivers_a_list_begun_after_the_call(
+    fake_apiserver: FakeApiServer, kube_api_client: Any
+) -> None:
+    lists: list[list[str]] = []
+
+    def on_list(items: list[Obj]) -> None:
+        lists.append(sorted(i["metadata"]["name"] for i in items))
+
+    core = client.CoreV1Api(kube_api_client)
+    reflector = Reflector(
+        "pods", core.list_pod_for_all_namespaces, on_list=on_list, on_event=lambda kind, obj: None
+    ).start()
+    try:
+        wait_for(reflector.synced.is_set, 10, "the first list")
+        assert fake_apiserver.wait_for_watches(1)
+        fake_apiserver.add_pod("bound-just-now", node_name="worker-1")
+        ticket = reflector.relist()
+        wait_for(lambda: reflector.listed >= ticket, 10, "the relist")
+        assert lists == [[], ["bound-just-now"]]
+        assert reflector.failures == 0 and reflector.lists == 2
+        assert fake_apiserver.wait_for_watches(1)  # watching again from the new list
+    finally:
+        reflector.stop()
