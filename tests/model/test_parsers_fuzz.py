@@ -1,7 +1,7 @@
-"""Fuzzing the model's parsers: quantities, cpusets and NRT objects.
+"""Fuzzing the model's parsers: quantities, cpusets, NRT objects and pods.
 
 The pure text parsers (quantities, cpusets) answer a value or a one-line ``ValueError``; the
-readers that name a field (``resource_quantities``, ``from_nrt``) a value or a one-line
+readers that name a field (``resource_quantities``, ``from_nrt``, ``pod_from_manifest``) a value or a one-line
 ``InputError``. Budget and profiles: tests/conftest.py.
 """
 
@@ -13,9 +13,16 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from rte.errors import InputError
 from rte.model.cpuset import format_cpuset, parse_cpuset
 from rte.model.nrt import from_nrt
-from rte.model.pod import resource_quantities
+from rte.model.pod import (
+    compute_qos_class,
+    effective_request,
+    kubelet_pod_request,
+    pod_from_manifest,
+    resource_quantities,
+)
 from rte.model.quantity import canonical_quantity, parse_quantity
 from tests.helpers.fuzz import (
     huge_integers,
@@ -96,3 +103,45 @@ _NRT: dict[str, Any] = {
 )
 def test_an_nrt_object_is_a_value_or_an_input_error_naming_the_field(obj: Any, strict: bool) -> None:
     value_or_input_error(lambda: from_nrt(obj, strict=strict), "")
+
+
+_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "numa-app", "namespace": "ns", "uid": "u-1"},
+    "spec": {
+        "nodeName": "worker-1",
+        "schedulerName": "topology-aware",
+        "overhead": {"cpu": "250m"},
+        "resources": {"limits": {"cpu": "4", "memory": "8Gi"}},
+        "initContainers": [
+            {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "init", "resources": {"limits": {"cpu": "2", "hugepages-1Gi": "2Gi"}}},
+        ],
+        "containers": [
+            {
+                "name": "app",
+                "resources": {
+                    "requests": {"cpu": "3", "memory": "8Gi", "example.com/nic": "1"},
+                    "limits": {"cpu": "3", "memory": "8Gi", "example.com/nic": "1"},
+                },
+            }
+        ],
+    },
+    "status": {"phase": "Pending", "qosClass": "Guaranteed"},
+}
+
+
+@given(st.one_of(mutated(_POD), json_values))
+@example({**_POD, "spec": {**_POD["spec"], "containers": []}})
+@example({**_POD, "spec": {**_POD["spec"], "overhead": {"cpu": "-1"}}})
+def test_a_pod_is_a_value_without_negative_amounts_or_an_input_error_naming_the_field(obj: Any) -> None:
+    pod = value_or_input_error(lambda: pod_from_manifest(obj, source="pod.yaml"), "pod.yaml")
+    if isinstance(pod, InputError):
+        return
+    # What the decisions then read must hold for any pod the parser lets through.
+    assert pod.containers
+    assert all(qty >= 0 for c in (*pod.containers, *pod.init_containers) for qty in c.requests.values())
+    assert all(qty >= 0 for qty in kubelet_pod_request(pod).values())
+    assert all(qty >= 0 for qty in effective_request(pod).values())
+    assert compute_qos_class(pod.containers) in ("Guaranteed", "Burstable", "BestEffort")
