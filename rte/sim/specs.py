@@ -30,6 +30,16 @@ GiB = 1024**3
 HUGEPAGES_1G = "hugepages-1Gi"
 DEVICE_DOMAIN = "example.com/"
 
+# Bounds on what a shape may ask for. The simulator models every CPU and names every device, so a
+# count beyond any real machine would only run it out of memory or time; it is refused instead.
+MAX_NODE_CPUS = 8192
+"""No kernel runs more CPUs (x86-64's largest ``NR_CPUS``: torvalds/linux ``arch/x86/Kconfig``),
+so no node, and no container, of a simulation needs more."""
+MAX_DEVICES = 1024
+"""Devices of one resource per zone (node shapes) or per container (pod mixes)."""
+MAX_CONTAINERS = 100
+"""Containers per pod in a pod mix."""
+
 _SHAPE_RE = re.compile(
     r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+)c-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
 )
@@ -97,6 +107,10 @@ def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str
         else:
             resource = DEVICE_DOMAIN + match["name"]
             devices[resource] = devices.get(resource, 0) + int(match["count"])
+            if devices[resource] > MAX_DEVICES:
+                raise InputError(
+                    where, f"at most {MAX_DEVICES:,} devices of {match['name']!r}, got {devices[resource]:,}"
+                )
     return hugepages, devices
 
 
@@ -141,6 +155,8 @@ def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, 
         cpus = int(match["cpus"])
         if not 1 <= zones <= 64 or cpus < 1:
             raise InputError(where, "zones must be within 1..64 and CPUs per zone at least 1")
+        if zones * cpus > MAX_NODE_CPUS:
+            raise InputError(where, f"at most {MAX_NODE_CPUS:,} CPUs per node, got {zones * cpus:,}")
         memory = _memory(match["mem"], where)
         hugepages, devices = _extras(match["extras"], where, 1)
         return NodeShape(entry.split(":")[-1], zones, cpus, memory // zones, hugepages, devices)
@@ -156,6 +172,10 @@ def parse_pod_mix(text: str, option: str = "--pod-mix") -> tuple[tuple[float, Po
         cpus = int(match["cpus"])
         if containers < 1 or cpus < 1:
             raise InputError(where, "containers and CPUs must be at least 1")
+        if containers > MAX_CONTAINERS or cpus > MAX_NODE_CPUS:
+            raise InputError(
+                where, f"at most {MAX_CONTAINERS} containers of at most {MAX_NODE_CPUS:,} CPUs each"
+            )
         request: dict[str, int] = {"cpu": cpus, "memory": _memory(match["mem"], where)}
         hugepages, devices = _extras(match["extras"], where, GiB)
         if hugepages:
