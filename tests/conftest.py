@@ -35,7 +35,7 @@ pytest_plugins = ["rte.testing.apiserver.pytest_plugin"]
 # flake on a loaded CI machine, so none. A too_slow health check would flake the same way.
 settings.register_profile(
     "ci",
-    max_examples=150,
+    max_examples=100,
     derandomize=True,
     database=None,
     deadline=None,
