@@ -13,6 +13,9 @@ import re
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+# Go's time.Duration is int64 nanoseconds, and its ParseDuration refuses anything longer (about
+# 292 years); so do we, which also keeps "9999...h" from becoming an infinite float.
+MAX_SECONDS = (2**63 - 1) / 1e9
 
 
 def parse_duration(text: str, *, bare_seconds: bool = False) -> float:
@@ -26,15 +29,21 @@ def parse_duration(text: str, *, bare_seconds: bool = False) -> float:
     if not s:
         raise ValueError("empty duration")
     if bare_seconds and _NUMBER.fullmatch(s):
-        return float(s)
+        return _bounded(float(s), text)
     total, pos = 0.0, 0
     while pos < len(s):
         m = _PART.match(s, pos)
         if m is None:
-            raise ValueError(f"not a duration: {text!r}")
+            raise ValueError(f"not a duration: {text[:80]!r}")
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
-    return total
+    return _bounded(total, text)
+
+
+def _bounded(seconds: float, text: str) -> float:
+    if seconds > MAX_SECONDS:
+        raise ValueError(f"duration out of range (at most about 292 years): {text[:80]!r}")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

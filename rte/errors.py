@@ -8,6 +8,16 @@ The CLI turns :class:`InputError` into a one-line message and exit status 2, and
 
 from __future__ import annotations
 
+import re
+
+# Every character str.splitlines() breaks at: a name or value from a file may hold any of them.
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks escaped (``"a\\nb"``), so a message stays one line."""
+    return _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 class RteError(Exception):
     """Base class of every error rte raises on purpose."""
@@ -17,10 +27,12 @@ class InputError(RteError):
     """Bad data from outside: a malformed file, field or value.
 
     ``source`` names where it came from (a path, a field, a flag) so the message alone is enough
-    to find and fix it.
+    to find and fix it. Both are kept to one line: a field name read from a file can hold a
+    line break, and the CLI prints the message as one line.
     """
 
     def __init__(self, source: str, detail: str) -> None:
+        source, detail = one_line(source), one_line(detail)
         super().__init__(f"{source}: {detail}")
         self.source = source
         self.detail = detail

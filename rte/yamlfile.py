@@ -1,13 +1,20 @@
-"""YAML (and JSON, which YAML reads too) from files, with errors on one line.
+"""YAML and JSON from files and bodies, with every failure one :class:`InputError` on one line.
 
 PyYAML's own messages span several lines (a context, a problem, a caret drawing); an rte error
 must fit on one line and name the file, so every loader that reads user files goes through here.
+Both decoders also fail in ways that are not syntax errors, which are turned into InputErrors
+here too: nesting deeper than Python's recursion limit (``RecursionError``; PyYAML reaches it
+at a few hundred levels), and integers too long to convert (Python refuses more than 4300
+decimal digits with a ``ValueError``; PyYAML's hexadecimal ``0x...`` has no such limit, so the
+value would fail later, wherever it is printed).
 :func:`read_objects` also flattens the shapes kubectl writes: one object, several documents, or
 a ``...List`` with ``items``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +23,12 @@ from rte.errors import InputError
 
 if TYPE_CHECKING:
     import yaml
+
+MAX_INTEGER_DIGITS = 100
+"""A YAML integer with more decimal digits than this is refused: no count, size or id rte reads
+comes near it, and the value can still be shown in a message."""
+
+_TOO_DEEP = "nested too deeply"
 
 
 def yaml_problem(error: yaml.YAMLError) -> str:
@@ -26,19 +39,73 @@ def yaml_problem(error: yaml.YAMLError) -> str:
     return f"invalid YAML{where}: {' '.join(str(problem).split())}"
 
 
-def read_documents(path: Path) -> list[Any]:
-    """Every non-empty document in ``path``; :class:`InputError` naming the file otherwise."""
+def decode_json(text: str | bytes, source: str) -> Any:
+    """``json.loads(text)``; an :class:`InputError` naming ``source`` for anything it refuses."""
+    try:
+        return json.loads(text)
+    except RecursionError as e:
+        raise InputError(source, f"not valid JSON: {_TOO_DEEP}") from e
+    except ValueError as e:  # syntax, a bad encoding, or an integer too long to convert
+        raise InputError(source, f"not valid JSON: {e}") from e
+
+
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
+    """``yaml.SafeLoader`` whose integers are at most :data:`MAX_INTEGER_DIGITS` digits long."""
     import yaml
 
+    class Loader(yaml.SafeLoader):
+        def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+            text = str(node.value).replace("_", "")
+            digits = len(text.lstrip("+-"))
+            if digits > MAX_INTEGER_DIGITS:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"integer of {digits} digits is too long", node.start_mark
+                )
+            value: int = super().construct_yaml_int(node)
+            if len(str(abs(value))) > MAX_INTEGER_DIGITS:  # 0x and 0b spell them shorter
+                raise yaml.constructor.ConstructorError(None, None, "integer is too long", node.start_mark)
+            return value
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    return Loader
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """The one YAML document in ``text`` (``None`` when empty); InputError naming ``source``."""
+    documents = _load(text, source, single=True)
+    return documents[0] if documents else None
+
+
+def load_yaml_documents(text: str, source: str) -> list[Any]:
+    """Every non-empty document in ``text``; :class:`InputError` naming ``source`` otherwise."""
+    return [d for d in _load(text, source, single=False) if d is not None]
+
+
+def _load(text: str, source: str, *, single: bool) -> list[Any]:
+    import yaml
+
+    try:
+        # _loader() is a SafeLoader: no tag builds anything but plain data.
+        if single:
+            return [yaml.load(text, Loader=_loader())]
+        return list(yaml.load_all(text, Loader=_loader()))
+    except yaml.YAMLError as e:
+        raise InputError(source, yaml_problem(e)) from e
+    except RecursionError as e:
+        raise InputError(source, f"invalid YAML: {_TOO_DEEP}") from e
+    except ValueError as e:  # a constructor's: a date like 2001-13-45
+        raise InputError(source, f"invalid YAML: {e}") from e
+
+
+def read_documents(path: Path) -> list[Any]:
+    """Every non-empty document in ``path``; :class:`InputError` naming the file otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(str(path), f"cannot read: {detail}") from e
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as e:
-        raise InputError(str(path), yaml_problem(e)) from e
+    return load_yaml_documents(text, str(path))
 
 
 def read_objects(path: Path) -> Iterator[tuple[str, Any]]:

@@ -5,6 +5,11 @@
   (NRTs) of that double through the real ``kubernetes`` client.
 - ``kubelet``: the fake kubelet (real gRPC on a unix socket) serving the R640 scenario.
 - ``clock``: the one fake clock, :class:`tests.helpers.clock.FakeClock`.
+- The Hypothesis profiles of the parsers' fuzz tests (``tests/*/test_*_fuzz.py``): ``ci`` (the
+  default) runs a fixed, derandomized budget so every run tries the same inputs and the whole
+  fuzz suite stays well under a minute; ``dev`` runs many more random examples and remembers
+  failures in ``.hypothesis/``. Choose with ``RTE_HYPOTHESIS_PROFILE=dev`` or
+  ``--hypothesis-profile dev``. A failure prints the smallest input that broke the property.
 
 Fixture files and the common node (the R640 sysfs tree, podresources scenario and kubelet
 config) are named in :mod:`tests.helpers.paths`, importable because tests parametrize over them.
@@ -13,16 +18,32 @@ Each package folder's ``conftest.py`` holds that package's own shared fixtures.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from rte.testing.fake_kubelet import FakeKubelet
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import R640_STATIC
 
 pytest_plugins = ["rte.testing.apiserver.pytest_plugin"]
+
+# Examples are cheap (a parser call) except where a test writes files; deadlines would only
+# flake on a loaded CI machine, so none. A too_slow health check would flake the same way.
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("RTE_HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

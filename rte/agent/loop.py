@@ -34,6 +34,8 @@ when a call to it answered (a cycle that reused a List never says so), so while 
 down every cycle lists afresh, fails, and publishes nothing; only a cycle that confirmed the
 stored object lets the heartbeat Lease be renewed. A sysfs re-read that fails leaves the last
 good machine model in place: pod changes are still published while readiness names the file.
+Until sysfs was read once there is no model at all: cycles fail (``sysfs: ...``) and are
+retried with backoff, so an agent started on an unreadable sysfs publishes as soon as it reads.
 
 Failures never end the loop: the kubelet unreachable, bad input, the apiserver failing or the
 CRD missing each make the agent unready, are logged once per change of state (not once per
@@ -52,7 +54,7 @@ from typing import Protocol
 
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
-from rte.agent.scanner import Scan, Scanner
+from rte.agent.scanner import NoMachineModel, Scan, Scanner
 from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
@@ -313,6 +315,10 @@ class Agent:
             self._kubelet_failed(e)
             self._fail("kubelet", e, reasons)
             return
+        except NoMachineModel as e:
+            self._no_machine(str(e))
+            self._fail("sysfs", e, reasons)
+            return
         except InputError as e:
             self._fail("input", e, reasons)
             return
@@ -389,6 +395,14 @@ class Agent:
         self.status.degraded("kubelet-data", scan.inconsistent)
         self._record_machine(scan.machine_problem)
 
+    def _no_machine(self, problem: str) -> None:
+        """sysfs was never read (the agent started on an unreadable or impossible sysfs): nothing
+        can be computed or published, so the agent is blind, not just degraded, and retries with
+        the cycle's backoff rather than exiting, which would only crash-loop its pod."""
+        self._machine_problem = problem
+        self.metrics.sysfs_failing.set(1.0)
+        self.status.problem("sysfs", f"{problem} (no machine model yet; retrying)")
+
     def _record_machine(self, problem: str | None) -> None:
         """A failed sysfs re-read: the last good model stands in; say so once, and when it ends."""
         if problem is not None and problem != self._machine_problem:
@@ -397,6 +411,7 @@ class Agent:
             log.info("sysfs readable again; the machine model is current")
         self._machine_problem = problem
         self.metrics.sysfs_failing.set(0.0 if problem is None else 1.0)
+        self.status.problem("sysfs", None)
         detail = None if problem is None else f"{problem} (publishing with the last good machine model)"
         self.status.degraded("sysfs", detail)
 

@@ -1,10 +1,12 @@
 """The agent's reading side: a :class:`~rte.agent.reading.NodeReading` per cycle, with the state
 that lives across cycles.
 
-* the machine (sysfs) is read at start and again when the loop asks (its resync: hugepage pools
-  and online CPUs can change at runtime). A re-read that fails keeps the last good machine model
-  (one unreadable file must not stop pod changes from being published); the scan says so in
-  :attr:`Scan.machine_problem`, and each later scan tries again until a read succeeds;
+* the machine (sysfs) is read by the first scan and again when the loop asks (its resync:
+  hugepage pools and online CPUs can change at runtime). A re-read that fails keeps the last good
+  machine model (one unreadable file must not stop pod changes from being published); the scan
+  says so in :attr:`Scan.machine_problem`, and each later scan tries again until a read
+  succeeds. Until a first read succeeds there is no model to fall back on: each scan raises
+  :class:`NoMachineModel`, which the daemon retries with backoff and one-shot commands report;
 * the kubelet config is re-read when its file (or a drop-in) changes, checked by metadata on
   every scan, so a kubelet reconfiguration reaches the NRT without restarting the agent;
 * ``GetAllocatableResources`` is cached; the loop re-reads it every few seconds
@@ -20,7 +22,8 @@ that lives across cycles.
 ``rte dump`` uses the same scanner for one reading, so it shows what ``rte run`` would publish.
 
 Errors: :class:`~rte.errors.UnavailableError` (kubelet down), :class:`~rte.errors.InputError`
-(bad data); each kubelet failure is reported to ``on_kubelet_error(method, kind)`` first.
+(bad data; :class:`NoMachineModel` when sysfs was never read); each kubelet failure is reported
+to ``on_kubelet_error(method, kind)`` first.
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 ErrorHook = Callable[[str, str], None]
 ZoneAttributes = Callable[[Machine], Mapping[int, Mapping[str, str]]]
+
+
+class NoMachineModel(InputError):
+    """sysfs has not been read successfully yet (the message is the read's own error, naming the
+    file), so there is no machine model to compute with. Still an :class:`InputError` for the
+    one-shot commands (exit status 2); the daemon takes it as a reason to retry, not to exit."""
 
 
 def error_kind(error: BaseException) -> str:
@@ -201,8 +210,9 @@ class Scanner:
         self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
-        self._machine = machine_loader()  # at start there is no good model to fall back on
-        self._machine_stale = False
+        # Read by the first scan, not here: a daemon starting on an unreadable sysfs must retry.
+        self._machine: Machine | None = None
+        self._machine_stale = True
         self.machine_problem: str | None = None
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
@@ -259,6 +269,8 @@ class Scanner:
         try:
             machine = self._load_machine()
         except InputError as e:  # sysfs I/O errors arrive as InputError naming the file
+            if self._machine is None:  # nothing to fall back on: this scan cannot be made
+                raise NoMachineModel(e.source, e.detail) from e
             self.machine_problem = str(e)  # stays stale: the next scan tries again
             return
         self._machine = machine
@@ -295,18 +307,20 @@ class Scanner:
         """Read the node; ``fresh_list`` False reuses the last List (a poll just made it), unless
         a kubelet call failed since."""
         self._refresh_machine()
+        machine = self._machine
+        assert machine is not None  # _refresh_machine raised NoMachineModel otherwise
         config = self._config.get()
         if config is not None:
-            check_against_machine(config, self._machine.cpus)
+            check_against_machine(config, machine.cpus)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
             node_name=self._node_name,
-            machine=self._machine,
+            machine=machine,
             config=config,
             kubelet=kubelet,
             rules=self._rules,
             specs=specs,
-            zone_attributes=self._zone_attributes(self._machine) if self._zone_attributes else {},
+            zone_attributes=self._zone_attributes(machine) if self._zone_attributes else {},
             last_consistent=self._last_consistent,
         )
 

@@ -7,8 +7,8 @@
 * **vouching** (the heartbeat Lease is renewed only then): the stored NRT is what the node is
   now. A cycle that talked to the kubelet in that cycle (or used the List a successful poll
   had just made) confirmed the stored object within ``ready_window``, no cycle failed since, and
-  nothing that blinds the agent stands (kubelet unreachable, CRD missing). With
-  ``--no-publish``, a successful scan counts as a publish.
+  nothing that blinds the agent stands (kubelet unreachable, CRD missing, sysfs never read
+  since start). With ``--no-publish``, a successful scan counts as a publish.
 * **ready** (``/readyz``): vouching, no degradation stands (an unreadable sysfs file: the last
   good machine model stands in, pod changes are still published, but someone should look), and
   the apiserver answered a request (a write, a resync's read, a heartbeat renewal) within

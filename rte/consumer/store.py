@@ -190,6 +190,8 @@ def heartbeat_from_lease(obj: Mapping[str, Any], source: str = "lease") -> tuple
     The Lease is named after the node. ``spec.renewTime`` is an RFC 3339 time with microseconds
     (``2024-05-01T10:00:00.123456Z``); ``acquireTime`` stands in when it is missing.
     """
+    if not isinstance(obj, Mapping):
+        raise InputError(source, f"expected a Lease object, got {type(obj).__name__}")
     metadata = obj.get("metadata")
     spec = obj.get("spec") or {}
     if not isinstance(metadata, Mapping) or not isinstance(spec, Mapping):

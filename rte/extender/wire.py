@@ -21,13 +21,13 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
+from rte.yamlfile import decode_json
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -81,10 +81,7 @@ def node_name(node: Mapping[str, Any]) -> str:
 
 def decode_args(body: bytes) -> ExtenderArgs:
     """Decode a request body; an :class:`InputError` names what is wrong with it."""
-    try:
-        obj = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as e:
-        raise InputError("ExtenderArgs", f"not valid JSON: {e}") from e
+    obj = decode_json(body, "ExtenderArgs")
     if not isinstance(obj, Mapping):
         raise InputError("ExtenderArgs", f"expected a JSON object, got {type(obj).__name__}")
     pod = _field(obj, "Pod")

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rte.errors import InputError
 from rte.host.kubelet_config import (
     KubeletConfig,
@@ -22,7 +20,7 @@ from rte.host.kubelet_config import (
     parse_kubelet_config,
     unwrap_document,
 )
-from rte.yamlfile import yaml_problem
+from rte.yamlfile import load_yaml
 
 
 def merge_drop_in(base: Mapping[str, Any], drop_in: Mapping[str, Any]) -> dict[str, Any]:
@@ -54,12 +52,9 @@ def _decode(text: str, source: str) -> object:
         raise InputError(source, "empty file")
     try:
         return json.loads(text)
-    except ValueError:
-        pass  # not JSON; YAML is the other accepted form
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(source, yaml_problem(e)) from e
+    except (ValueError, RecursionError):
+        pass  # not JSON (or too deep for it); YAML is the other accepted form and says why
+    return load_yaml(text, source)
 
 
 def load_kubelet_config(path: Path, config_dir: Path | None = None) -> KubeletConfig:

@@ -21,7 +21,6 @@ Go structs, not the text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 from rte.errors import InputError
 from rte.model.cpuset import parse_cpuset
+from rte.yamlfile import decode_json
 
 CPU_MANAGER_STATE = "cpu_manager_state"
 MEMORY_MANAGER_STATE = "memory_manager_state"
@@ -190,10 +190,7 @@ def _payload(data: object, source: str) -> _Doc:
     inner = top.get("data")
     if not isinstance(inner, str):
         return top
-    try:
-        return _Doc(json.loads(inner), source, "data")
-    except ValueError as e:
-        raise InputError(top.where("data"), f"invalid JSON: {e}") from e
+    return _Doc(decode_json(inner, top.where("data")), source, "data")
 
 
 def _cpuset(value: object, where: str) -> frozenset[int]:
@@ -212,10 +209,7 @@ def _load_json(path: Path) -> object:
     except (OSError, UnicodeDecodeError) as e:
         detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise InputError(source, f"cannot read: {detail}") from e
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise InputError(source, f"invalid JSON: {e}") from e
+    return decode_json(text, source)
 
 
 # --- cpu_manager_state ----------------------------------------------------------------------

@@ -3,11 +3,21 @@
 Parsing is strict: anything that is not a comma-separated list of ``N`` or ``A-B`` (A <= B)
 raises :class:`ValueError` with the offending text, so callers can name the file it came from.
 Whitespace and trailing NUL bytes (a kernel quirk on some sysfs ``*_list`` files) are ignored.
+Ids above :data:`MAX_ID` are refused too: a range is expanded into a set, and ``0-4294967295``
+must not cost gigabytes before anything can say it is wrong.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+MAX_ID = 65535
+"""The largest CPU or NUMA node id a cpuset may name. Linux sizes its CPU and node masks when it
+is built (``CONFIG_NR_CPUS``, a few thousand at most), far below this."""
+
+
+def _is_id(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 12
 
 
 def parse_cpuset(text: str) -> frozenset[int]:
@@ -19,12 +29,16 @@ def parse_cpuset(text: str) -> frozenset[int]:
     for part in cleaned.split(","):
         part = part.strip()
         lo_text, sep, hi_text = part.partition("-")
-        if not lo_text.isdigit() or (sep and not hi_text.isdigit()):
-            raise ValueError(f"not a cpuset list: {text.strip()!r}")
+        # ASCII only: str.isdigit() also takes "²" and other digits int() refuses or misreads;
+        # and no more digits than MAX_ID has, so int() never meets a thousand-digit number.
+        if not _is_id(lo_text) or (sep and not _is_id(hi_text)):
+            raise ValueError(f"not a cpuset list: {text.strip()[:80]!r}")
         lo = int(lo_text)
         hi = int(hi_text) if sep else lo
         if hi < lo:
             raise ValueError(f"descending range {part!r} in cpuset list {text.strip()!r}")
+        if hi > MAX_ID:
+            raise ValueError(f"id {hi} above {MAX_ID} in cpuset list {text.strip()[:80]!r}")
         ids.update(range(lo, hi + 1))
     return frozenset(ids)
 

@@ -241,12 +241,23 @@ def resource_quantities(value: Any, where: str) -> dict[str, Amount]:
     return out
 
 
+def _amounts(value: Any, where: str) -> dict[str, Amount]:
+    """A pod's own quantities (requests, limits, overhead): the apiserver refuses a negative one
+    (kubernetes/kubernetes ``pkg/apis/core/validation/validation.go``, ``ValidateResourceQuantityValue``),
+    so a manifest with one is bad input rather than a pod that frees resources."""
+    out = resource_quantities(value, where)
+    for res, raw in (value or {}).items():
+        if out[str(res)] < 0:
+            raise InputError(f"{where}.{res}", f"must not be negative, got {raw!r}")
+    return out
+
+
 def _requirements(value: Any, where: str) -> tuple[dict[str, Amount], dict[str, Amount]]:
     """(requests, limits) of a ``resources`` object, requests defaulted from limits."""
     if not isinstance(value, Mapping):
         raise InputError(where, f"expected an object, got {value!r}")
-    limits = resource_quantities(value.get("limits"), f"{where}.limits")
-    requests = resource_quantities(value.get("requests"), f"{where}.requests")
+    limits = _amounts(value.get("limits"), f"{where}.limits")
+    requests = _amounts(value.get("requests"), f"{where}.requests")
     # API defaulting: a resource with a limit and no request requests its limit.
     for res, qty in limits.items():
         requests.setdefault(res, qty)
@@ -289,6 +300,10 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
     name = metadata.get("name") or metadata.get("generateName") or ""
     if not name:
         raise InputError(f"{source}: metadata.name", "a pod needs a name")
+    containers = _containers(spec.get("containers"), f"{source}: spec.containers")
+    if not containers:
+        # The apiserver refuses such a pod too: there would be nothing to request or admit.
+        raise InputError(f"{source}: spec.containers", "a pod needs at least one container")
     return Pod(
         namespace=str(metadata.get("namespace") or "default"),
         name=str(name),
@@ -296,9 +311,9 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or ""),
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
-        containers=_containers(spec.get("containers"), f"{source}: spec.containers"),
+        containers=containers,
         init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
-        overhead=resource_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
+        overhead=_amounts(spec.get("overhead"), f"{source}: spec.overhead"),
         status_qos_class=str(status.get("qosClass") or ""),
         resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
     )

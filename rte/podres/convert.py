@@ -31,6 +31,7 @@ from rte.podres.types import (
     MemoryBlock,
     PodResources,
 )
+from rte.yamlfile import decode_json
 
 if TYPE_CHECKING:
     from rte.podres.v1 import api_pb2
@@ -92,11 +93,8 @@ def _unknown(raw_ids: list[int], ids: tuple[int, ...]) -> bool:
 
 
 def parse_json(text: str | bytes, source: str) -> object:
-    """``json.loads`` with a one-line :class:`InputError` naming ``source`` on bad syntax."""
-    try:
-        return json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InputError(source, f"not valid JSON: {e}") from e
+    """``json.loads`` with a one-line :class:`InputError` naming ``source`` for anything it refuses."""
+    return decode_json(text, source)
 
 
 def detect_json_style(data: object, source: str) -> JsonStyle:

@@ -10,7 +10,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rte.durations import format_duration, parse_duration
+from rte.durations import MAX_SECONDS, format_duration, parse_duration
 from rte.errors import ConfigError, InputError, SettingError
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, LIST, PATH, SETTING, Spec
 
@@ -86,6 +86,9 @@ def _scalar(spec: Spec, value: Any, source: str, *, text: bool) -> Any:
 def _duration(spec: Spec, value: Any, source: str) -> float:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if number and (value == 0 or spec.bare_seconds):
+        # YAML's .inf and .nan are floats too, and NaN would pass every bound below.
+        if not math.isfinite(value) or value > MAX_SECONDS:
+            raise ConfigError(source, f"not a duration: {value!r} (at most about 292 years)")
         return float(value)
     if not isinstance(value, str):
         unit = "" if spec.bare_seconds else " (give a unit, e.g. '30s' or '500ms')"

@@ -37,6 +37,16 @@ GiB = 1024**3
 HUGEPAGES_1G = "hugepages-1Gi"
 DEVICE_DOMAIN = "example.com/"
 
+# Bounds on what a shape may ask for. The simulator models every CPU and names every device, so a
+# count beyond any real machine would only run it out of memory or time; it is refused instead.
+MAX_NODE_CPUS = 8192
+"""No kernel runs more CPUs (x86-64's largest ``NR_CPUS``: torvalds/linux ``arch/x86/Kconfig``),
+so no node, and no container, of a simulation needs more."""
+MAX_DEVICES = 1024
+"""Devices of one resource per zone (node shapes) or per container (pod mixes)."""
+MAX_CONTAINERS = 100
+"""Containers per pod in a pod mix."""
+
 _SHAPE_RE = re.compile(
     r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+(?:\.\d+)?)c(?:(?P<threads>\d+)t)?"
     r"-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
@@ -142,6 +152,10 @@ def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str
         else:
             resource = DEVICE_DOMAIN + match["name"]
             devices[resource] = devices.get(resource, 0) + int(match["count"])
+            if devices[resource] > MAX_DEVICES:
+                raise InputError(
+                    where, f"at most {MAX_DEVICES:,} devices of {match['name']!r}, got {devices[resource]:,}"
+                )
     return hugepages, devices, words
 
 
@@ -183,6 +197,8 @@ def _cpus(text: str, where: str) -> Amount:
     value = Fraction(text)
     if value <= 0 or (value * 1000).denominator != 1:
         raise InputError(where, f"CPUs {text!r} must be positive, in whole millicores (e.g. 1.5)")
+    if value > MAX_NODE_CPUS:
+        raise InputError(where, f"at most {MAX_NODE_CPUS:,} CPUs per container, got {text}")
     return int(value) if value.denominator == 1 else value
 
 
@@ -199,6 +215,8 @@ def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, 
             raise InputError(where, "zones must be within 1..64 and CPUs per zone at least 1")
         if not 1 <= threads <= 8 or cpus % threads:
             raise InputError(where, f"{threads} threads per core must be within 1..8 and divide {cpus} CPUs")
+        if zones * cpus > MAX_NODE_CPUS:
+            raise InputError(where, f"at most {MAX_NODE_CPUS:,} CPUs per node, got {zones * cpus:,}")
         memory = _memory(match["mem"], where)
         hugepages, devices, words = _extras(match["extras"], where, 1)
         if words:
@@ -217,6 +235,8 @@ def parse_pod_mix(text: str, option: str = "--pod-mix") -> tuple[tuple[float, Po
             raise InputError(where, "threads per core describe nodes, not pods")
         if containers < 1:
             raise InputError(where, "containers must be at least 1")
+        if containers > MAX_CONTAINERS:
+            raise InputError(where, f"at most {MAX_CONTAINERS} containers per pod, got {containers:,}")
         memory = _memory(match["mem"], where)
         request: dict[str, Amount] = {"cpu": _cpus(match["cpus"], where), "memory": memory}
         hugepages, devices, words = _extras(match["extras"], where, GiB)

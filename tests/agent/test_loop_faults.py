@@ -79,6 +79,31 @@ def test_a_failed_sysfs_reread_keeps_publishing_pod_changes_on_the_last_good_mod
     assert "sysfs readable again" in caplog.text
 
 
+def test_an_agent_started_on_an_unreadable_sysfs_retries_with_backoff_and_publishes_once_it_reads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(tmp_path, resync_interval="10s", allocatable_refresh="0")  # retry 1s doubling to 8s
+    h.machine_error = "/sys/devices/system/node/node0/distance"
+    with caplog.at_level(logging.INFO, logger="rte"):
+        h.advance(20)
+        ready, reason = h.status.readiness(h.clock.now)
+        assert not ready
+        assert reason.startswith("sysfs: /sys/devices/system/node/node0/distance: cannot read")
+        assert reason.endswith("(no machine model yet; retrying)")
+        assert not h.status.vouching(h.clock.now)[0]  # no Lease for an NRT that was never computed
+        assert h.publisher.stored is None
+        assert h.metric("sysfs_failing") == 1
+        # Backoff, not a busy loop: tries at about 0, 1, 3, 7 and 15 s.
+        assert 4 <= h.machine_loads <= 6, h.machine_loads
+        h.machine_error = None
+        h.advance(10)
+    assert h.publisher.stored is not None
+    assert h.ready()
+    assert h.metric("sysfs_failing") == 0
+    assert len([r for r in caplog.records if "cycle failed: sysfs: " in r.getMessage()]) == 1
+    assert "sysfs readable again" in caplog.text
+
+
 def test_an_admission_error_rereads_allocatable_and_the_stored_object_at_once(tmp_path: Path) -> None:
     h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h", debounce="50ms")
     h.advance(1)

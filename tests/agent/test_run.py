@@ -110,6 +110,21 @@ def test_once_with_a_broken_sysfs_root_is_an_input_error(tmp_path: Path) -> None
     )
 
 
+def test_once_with_an_unreadable_sysfs_file_exits_2_naming_it_while_the_daemon_would_retry(
+    tmp_path: Path,
+) -> None:
+    sysfs = tmp_path / "sys"
+    shutil.copytree(SYSFS, sysfs, symlinks=True)
+    distance = sysfs / "devices" / "system" / "node" / "node0" / "distance"
+    distance.unlink()
+    distance.mkdir()  # reading it fails with EISDIR, even as root
+    code, out, err = run("--once", "--no-publish", "--podresources", str(SCENARIO), "--sysfs", str(sysfs))
+    assert (code, out) == (2, "")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"rte: error: {distance}: ")
+    assert "retry" not in err
+
+
 @pytest.mark.parametrize("output", ["yaml", "json"])
 def test_once_into_a_closed_pipe_ends_quietly_like_other_command_line_tools(output: str) -> None:
     # `rte run --once --no-publish | head -5`: the reader is gone before the object is written.

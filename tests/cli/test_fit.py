@@ -238,6 +238,31 @@ def test_a_pod_with_a_malformed_request_names_the_container_field(tmp_path: Path
     assert err.startswith(f"rte: error: {pod}: spec.containers[0].resources.requests.cpu: ")
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "  containers:\n    - name: c\n      resources: {requests: {cpu: '-2'}}\n",
+            "spec.containers[0].resources.requests.cpu: must not be negative, got '-2'",
+        ),
+        (
+            "  containers:\n    - name: c\n      resources: {limits: {memory: -1Gi}}\n",
+            "spec.containers[0].resources.limits.memory: must not be negative, got '-1Gi'",
+        ),
+        ("  containers: []\n", "spec.containers: a pod needs at least one container"),
+        ("  nodeName: worker-a\n", "spec.containers: a pod needs at least one container"),
+    ],
+    ids=["negative request", "negative limit", "empty containers", "no containers"],
+)
+def test_a_pod_with_a_negative_request_or_no_container_is_one_line_and_decides_nothing(
+    tmp_path: Path, spec: str, message: str
+) -> None:
+    pod = _write(tmp_path / "pod.yaml", f"kind: Pod\nmetadata: {{name: p}}\nspec:\n{spec}")
+    code, out, err = run("--pod", pod, NRTS)
+    assert (code, out) == (2, "")
+    assert err == f"rte: error: {pod}: {message}\n"
+
+
 def test_missing_files_and_duplicate_nodes_are_input_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -205,6 +205,37 @@ def test_an_unreadable_sysfs_file_keeps_pod_changes_flowing_on_the_last_good_mac
     assert agent.alive
 
 
+def test_an_agent_started_on_an_unreadable_sysfs_retries_unready_and_publishes_once_it_reads(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet, tmp_path: Path
+) -> None:
+    sysfs = tmp_path / "sys"
+    shutil.copytree(SYSFS, sysfs, symlinks=True)
+    distance = sysfs / "devices" / "system" / "node" / "node0" / "distance"
+    aside = break_file(distance)
+    agent = start_agent("--sysfs", str(sysfs))  # --retry-base 100ms, --retry-cap 1s
+
+    # It used to exit 2 here, which a DaemonSet turns into a crash loop.
+    status, reason = wait_for(
+        lambda: (lambda r: r if r[1].startswith("sysfs: ") else None)(agent.get("/readyz")), 15, "/readyz"
+    )
+    assert status == 503
+    assert str(distance) in reason and "no machine model yet" in reason
+    assert agent.get("/healthz")[0] == 200
+    assert agent.metric("rte_agent_sysfs_read_failing") == 1
+    failed = 'rte_agent_cycles_total{result="failed"}'
+    wait_for(lambda: agent.metric(failed, 0) >= 3, 10, "the agent to retry")
+    assert stored(api) is None and renew_time(api) is None  # nothing published, nothing vouched for
+    assert agent.log.count("cycle failed: sysfs: ") == 1, "a warning per retry instead of one"
+
+    distance.rmdir()
+    aside.rename(distance)
+    wait_for(lambda: content(stored(api)) == content(expected_nrt(kubelet, api)), 10, "the first publish")
+    wait_for(lambda: agent.get("/readyz")[0] == 200, 5, "/readyz to recover")
+    assert agent.metric("rte_agent_sysfs_read_failing") == 0
+    assert "sysfs readable again" in agent.log
+    assert agent.alive
+
+
 def test_an_apiserver_outage_on_a_quiet_node_makes_the_agent_unready_within_the_lease_duration(
     start_agent: AgentFactory, api: FakeApiServer
 ) -> None:

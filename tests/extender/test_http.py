@@ -161,6 +161,18 @@ def test_keys_are_matched_case_insensitively_like_go_does(env: Env) -> None:
             json.dumps({"Pod": pod("p", {"cpu": "two"}), "NodeNames": ["solo"]}).encode(),
             "ExtenderArgs.Pod: spec.containers[0].resources",
         ),
+        (
+            json.dumps({"Pod": pod("p", {"cpu": "-2"}), "NodeNames": ["solo"]}).encode(),
+            "ExtenderArgs.Pod: spec.containers[0].resources.limits.cpu: must not be negative, got '-2'",
+        ),
+        (
+            json.dumps({"Pod": {**pod("p"), "spec": {"containers": []}}, "NodeNames": ["solo"]}).encode(),
+            "ExtenderArgs.Pod: spec.containers: a pod needs at least one container",
+        ),
+        (
+            json.dumps({"Pod": {**pod("p"), "spec": {}}, "NodeNames": ["solo"]}).encode(),
+            "ExtenderArgs.Pod: spec.containers: a pod needs at least one container",
+        ),
     ],
 )
 def test_a_bad_request_is_a_400_with_an_error_field(env: Env, body: bytes, error: str) -> None:

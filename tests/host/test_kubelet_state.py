@@ -177,8 +177,8 @@ def test_state_files_are_under_the_injected_kubelet_root(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("name", "text", "detail"),
     [
-        ("cpu_manager_state", '{"policyName": "static",', "invalid JSON"),
-        ("memory_manager_state", "", "invalid JSON"),
+        ("cpu_manager_state", '{"policyName": "static",', "not valid JSON"),
+        ("memory_manager_state", "", "not valid JSON"),
         ("cpu_manager_state", "[1, 2]", "expected an object"),
     ],
 )
@@ -198,7 +198,7 @@ def test_a_malformed_state_file_is_a_one_line_error_naming_it(
 @pytest.mark.parametrize(
     ("text", "field", "value"),
     [
-        ('{"data": "{not json", "checksum": 1}', "data", "invalid JSON"),
+        ('{"data": "{not json", "checksum": 1}', "data", "not valid JSON"),
         ('{"policyName": "static", "defaultCpuSet": "0-x"}', "defaultCpuSet", "0-x"),
         ('{"entries": {"pod": {"c": "5-2"}}}', "entries.pod.c", "5-2"),
         ('{"entries": {"pod": ["1"]}}', "entries.pod", "['1']"),

@@ -109,6 +109,16 @@ def test_kubelet_pod_request_accumulates_sidecars_unlike_the_reference() -> None
         ({"kind": "Service", "metadata": {"name": "x"}}, "pod.yaml: kind"),
         ({"kind": "Pod", "metadata": {}}, "pod.yaml: metadata.name"),
         (_pod("notalist"), "pod.yaml: spec.containers"),  # type: ignore[arg-type]
+        (_pod([]), "pod.yaml: spec.containers"),
+        ({"kind": "Pod", "metadata": {"name": "x"}}, "pod.yaml: spec.containers"),
+        (_pod([_c("a", requests={"cpu": "-1"})]), "pod.yaml: spec.containers[0].resources.requests.cpu"),
+        (_pod([_c("a", limits={"memory": "-1Gi"})]), "pod.yaml: spec.containers[0].resources.limits.memory"),
+        (
+            _pod([_c("a")], init=[_c("i", requests={"cpu": "-500m"})]),
+            "pod.yaml: spec.initContainers[0].resources.requests.cpu",
+        ),
+        (_pod([_c("a")], overhead={"cpu": "-1"}), "pod.yaml: spec.overhead.cpu"),
+        (_pod([_c("a")], resources={"requests": {"cpu": -2}}), "pod.yaml: spec.resources.requests.cpu"),
     ],
 )
 def test_bad_manifests_name_the_field(obj: dict[str, Any], where: str) -> None:
@@ -201,11 +211,16 @@ def test_pod_level_resources_alone_decide_the_qos_class() -> None:
 
 
 def test_pod_level_resources_without_cpu_memory_or_hugepages_are_not_set() -> None:
+    containers = [{"name": "c"}]
     p = pod_from_manifest(
-        {"metadata": {"name": "p"}, "spec": {"resources": {"limits": {"ephemeral-storage": "1Gi"}}}}
+        {
+            "metadata": {"name": "p"},
+            "spec": {"containers": containers, "resources": {"limits": {"ephemeral-storage": "1Gi"}}},
+        }
     )
     assert p.resources is not None and not p.resources.is_set
-    assert pod_from_manifest({"metadata": {"name": "p"}, "spec": {"resources": {}}}).resources is None
+    empty = {"metadata": {"name": "p"}, "spec": {"containers": containers, "resources": {}}}
+    assert pod_from_manifest(empty).resources is None
 
 
 def test_the_kubelet_aligns_a_pod_without_its_overhead() -> None:

@@ -60,6 +60,9 @@ def test_hugepages_are_counted_per_zone_in_nodes_and_in_gibibytes_per_container_
         ("2x8c-lots", "memory 'lots' is not a quantity"),
         ("2x8c-32Gi+!!", "extra '!!'"),
         ("0x8c-32Gi", "zones must be within"),
+        # Counts beyond any machine used to run the simulator out of memory (a traceback) or time.
+        ("64x100000c-1Gi", "at most 8,192 CPUs per node, got 6,400,000"),
+        ("2x4c-1Gi+nic99999999999", "at most 1,024 devices of 'nic', got 99,999,999,999"),
     ],
 )
 def test_bad_node_shapes_give_one_line_errors(text: str, message: str) -> None:
@@ -67,6 +70,24 @@ def test_bad_node_shapes_give_one_line_errors(text: str, message: str) -> None:
         parse_node_shapes(text)
     assert "\n" not in str(info.value)
     assert str(info.value).startswith("--shape")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "99999999999c-1Gi",
+        "8193c-1Gi",
+        "101x1c-1Mi",
+        "100000x1c-1Mi",
+        "1c-1Gi+gpu1025",
+        "1c-1Gi+init99999999999c",
+    ],
+)
+def test_a_pod_mix_beyond_any_machine_is_refused_before_the_simulation_runs(text: str) -> None:
+    with pytest.raises(InputError, match=r"at most (100 containers|1,024 devices|8,192 CPUs)") as info:
+        parse_pod_mix(text)
+    assert str(info.value).startswith(f"--pod-mix {text!r}: ")
+    assert parse_pod_mix("100x8192c-1Gi+gpu1024")  # the bounds themselves are fine
 
 
 def test_nodes_are_split_by_largest_remainder() -> None:
