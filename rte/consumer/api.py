@@ -25,7 +25,7 @@ from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import DEFAULT_STRATEGY, Scorer, ScoringStrategy
 from rte.consumer.strategies import DEFAULT_WEIGHTS
 from rte.errors import InputError
-from rte.model.pod import Pod, resource_quantities
+from rte.model.pod import Pod, nonnegative_quantities
 from rte.model.quantity import Amount
 from rte.model.vocabulary import Compat
 
@@ -171,4 +171,4 @@ def node_allocatable(node: Mapping[str, Any], source: str = "node") -> dict[str,
         raise InputError(f"{source}: kind", f"expected Node, got {kind!r}")
     status = node.get("status") or {}
     allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    return resource_quantities(allocatable, f"{source}: status.allocatable")
+    return nonnegative_quantities(allocatable, f"{source}: status.allocatable")

@@ -241,10 +241,11 @@ def resource_quantities(value: Any, where: str) -> dict[str, Amount]:
     return out
 
 
-def _amounts(value: Any, where: str) -> dict[str, Amount]:
-    """A pod's own quantities (requests, limits, overhead): the apiserver refuses a negative one
-    (kubernetes/kubernetes ``pkg/apis/core/validation/validation.go``, ``ValidateResourceQuantityValue``),
-    so a manifest with one is bad input rather than a pod that frees resources."""
+def nonnegative_quantities(value: Any, where: str) -> dict[str, Amount]:
+    """Quantities the apiserver refuses when negative (a pod's requests, limits and overhead, a
+    Node's allocatable: kubernetes/kubernetes ``pkg/apis/core/validation/validation.go``,
+    ``ValidateResourceQuantityValue``), so a file with one is bad input, never a pod that frees
+    resources or a node with less than nothing."""
     out = resource_quantities(value, where)
     for res, raw in (value or {}).items():
         if out[str(res)] < 0:
@@ -256,8 +257,8 @@ def _requirements(value: Any, where: str) -> tuple[dict[str, Amount], dict[str, 
     """(requests, limits) of a ``resources`` object, requests defaulted from limits."""
     if not isinstance(value, Mapping):
         raise InputError(where, f"expected an object, got {value!r}")
-    limits = _amounts(value.get("limits"), f"{where}.limits")
-    requests = _amounts(value.get("requests"), f"{where}.requests")
+    limits = nonnegative_quantities(value.get("limits"), f"{where}.limits")
+    requests = nonnegative_quantities(value.get("requests"), f"{where}.requests")
     # API defaulting: a resource with a limit and no request requests its limit.
     for res, qty in limits.items():
         requests.setdefault(res, qty)
@@ -313,7 +314,7 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         containers=containers,
         init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
-        overhead=_amounts(spec.get("overhead"), f"{source}: spec.overhead"),
+        overhead=nonnegative_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
         status_qos_class=str(status.get("qosClass") or ""),
         resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
     )

@@ -105,3 +105,10 @@ def test_node_allocatable_names_the_bad_field() -> None:
         node_allocatable({"status": {"allocatable": {"cpu": "lots"}}}, "node.json")
     with pytest.raises(InputError, match="expected Node"):
         node_allocatable({"kind": "Pod"})
+
+
+def test_a_negative_node_allocatable_is_bad_input_naming_the_field() -> None:
+    # The apiserver refuses it, so a Node file with one was written by hand or corrupted: taking
+    # it would make a node look fuller (or, fed to arithmetic, emptier) than any real node.
+    with pytest.raises(InputError, match=r"node.json: status.allocatable.memory: must not be negative"):
+        node_allocatable({"status": {"allocatable": {"cpu": "2", "memory": "-1Gi"}}}, "node.json")
