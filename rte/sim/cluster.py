@@ -15,7 +15,7 @@ from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
 from rte.model.vocabulary import InformerMode
 from rte.sim.agent import SimAgent
-from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
+from rte.sim.config import CACHE_DISCARD, CACHE_REFERENCE, CACHE_RESERVE, SimConfig
 from rte.sim.hardware import NodeHardware, build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import parse_node_shapes, split_counts
@@ -61,10 +61,14 @@ def build_nodes(config: SimConfig) -> Nodes:
 
 
 def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) -> tuple[NRTCache, CacheMode]:
-    """The scheduler's cache in the configured mode (none = Passthrough)."""
-    mode = {CACHE_RESERVE: CacheMode.OVER_RESERVE, CACHE_DISCARD: CacheMode.DISCARD_RESERVED}.get(
-        config.cache, CacheMode.PASSTHROUGH
-    )
+    """The scheduler's cache in the configured mode (none and oracle = Passthrough: the engine
+    puts the oracle in place, as it reads the engine's kubelets)."""
+    modes = {
+        CACHE_RESERVE: CacheMode.OVER_RESERVE,
+        CACHE_REFERENCE: CacheMode.OVER_RESERVE,
+        CACHE_DISCARD: CacheMode.DISCARD_RESERVED,
+    }
+    mode = modes.get(config.cache, CacheMode.PASSTHROUGH)
     cache_config = CacheConfig(
         dirty_after_failures=config.dirty_after_failures,
         follow_clean_nodes=config.follow_clean_nodes,

@@ -22,7 +22,11 @@ from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_
 CACHE_NONE = "none"
 CACHE_RESERVE = "reserve"
 CACHE_DISCARD = "discard"
-CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_DISCARD)
+CACHE_REFERENCE = "reference-reserve"
+"""The reserve cache as the reference plugin reconciles: only on an exact fingerprint match."""
+CACHE_ORACLE = "oracle"
+"""A scheduler that reads every kubelet's exact state (:mod:`rte.sim.oracle`): the lower bound."""
+CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_ORACLE)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
@@ -71,7 +75,9 @@ class SimConfig:
     """Which pods the agents' and the scheduler's fingerprints cover."""
     # --- scheduler ---
     cache: str = field(default=CACHE_NONE, metadata=setting(CHOICE, choices=CACHE_MODES))
-    """none = Passthrough, reserve = OverReserve with fingerprint resync, discard = DiscardReserved."""
+    """none = Passthrough; reserve = the reserve cache reconciling on every NRT (rte's default);
+    reference-reserve = the reserve cache reconciling only on an exact fingerprint match (the
+    reference plugin); discard = DiscardReserved; oracle = the kubelets' exact state."""
     resync_period: float = _seconds(5.0, above=0.0)
     """Reserve cache: time between resync passes."""
     dirty_after_failures: int = field(

@@ -26,6 +26,7 @@ Ground truth kept beside the real code, for the checks:
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import time
@@ -41,8 +42,10 @@ from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import InformerMode
+from rte.sim.agent import SimAgent
 from rte.sim.cluster import build_cache, build_nodes
-from rte.sim.config import SimConfig
+from rte.sim.config import CACHE_ORACLE, SimConfig
+from rte.sim.oracle import OracleCache
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
 from rte.sim.scheduler import SimScheduler
@@ -97,6 +100,11 @@ class Simulation:
         self.store = NRTStore()
         self.cache, mode = build_cache(config, self.store, self._clock)
         self.reserve_mode = mode is CacheMode.OVER_RESERVE
+        self.oracle: OracleCache | None = None
+        if config.cache == CACHE_ORACLE:
+            self.cache = self.oracle = OracleCache(self, self.cache.config)
+        self.inflight: list[dict[Key, Pod]] = [{} for _ in self.names]
+        """Per node, the pods placed there and not yet through admission, in placement order."""
 
         self.templates = [template_pod(shape, DEFAULT_PROFILE) for _, shape in mix]
         total_cpus = sum(hw.node_allocatable["cpu"] for hw in self.hardware)
@@ -250,6 +258,7 @@ class Simulation:
             return
         self.queue.done(pid)
         sp.node = node
+        self.inflight[node][sp.pod.key] = sp.pod
         self.cache.reserve(self.names[node], sp.pod)
         self.scheduler.assume(node, shape)
         self._push(self.now + self.cfg.bind_latency, BIND, pid)
@@ -268,7 +277,28 @@ class Simulation:
     def _kubelet_changed(self, node: int) -> None:
         for dirty in self._truth_dirty:
             dirty.add(node)
+        if self.oracle is not None:
+            self.oracle.invalidate(self.names[node])
+            self.scheduler.node_changed(node)
         self._agent_changed(node)
+
+    def exact_topology(self, node: str) -> NodeTopology | None:
+        """The oracle's input (:class:`rte.sim.oracle.ExactState`): what the node's agent would
+        publish once the kubelet has admitted the node's in-flight pods, in placement order."""
+        n = self.index[node]
+        kubelet, pending, hw = self.kubelets[n], self.inflight[n], self.hardware[n]
+        specs = dict(self.bound[n])
+        if pending:
+            # A scratch copy (sharing the immutable hardware) admits what is on its way.
+            kubelet = copy.deepcopy(kubelet, {id(hw): hw})
+            for pod in pending.values():
+                bound = replace(pod, node_name=node)
+                kubelet.admit(bound)
+                specs[pod.key] = replace(bound, phase=PHASE_RUNNING)
+        agent = SimAgent(
+            node, hw, kubelet, method=self.cfg.fingerprint_method, informer_mode=self.cfg.informer_mode
+        )
+        return agent.snapshot(specs)[0]
 
     # --- pod life ----------------------------------------------------------------------------
 
@@ -299,6 +329,10 @@ class Simulation:
     def _admit(self, pid: int, _: Any) -> None:
         sp = self.pods[pid]
         node = sp.node
+        del self.inflight[node][sp.pod.key]
+        if self.oracle is not None:
+            self.oracle.invalidate(self.names[node])
+            self.scheduler.node_changed(node)
         if self.kubelets[node].admit(sp.pod) is not None:
             self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
             waited = self.now - sp.arrival.time

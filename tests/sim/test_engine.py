@@ -162,3 +162,12 @@ def test_an_event_moves_unschedulable_pods_to_active_or_backoff() -> None:
     assert q.pop(0.5) is None  # both still in their 1 s backoff
     assert q.next_backoff_expiry() == 1.0
     assert q.pop(1.0) == 1
+
+
+def test_the_oracle_never_causes_a_tae_and_refuses_only_what_no_kubelet_admits() -> None:
+    tiny = run_simulation(replace(TINY, cache="oracle"))
+    assert tiny.counters.topology_affinity_errors == 0
+    assert tiny.counters.pods_scheduled == 2
+    small = run_simulation(replace(SMALL, cache="oracle", verify=True))
+    assert small.counters.topology_affinity_errors == 0
+    assert small.counters.pods_scheduled == SMALL.pods
