@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings, Reconcile
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
@@ -73,5 +73,6 @@ def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) 
         dirty_after_failures=config.dirty_after_failures,
         follow_clean_nodes=config.follow_clean_nodes,
         informer_mode=config.informer_mode,
+        reconcile=Reconcile.EXACT if config.cache == CACHE_REFERENCE else Reconcile.HISTORY,
     )
     return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode

@@ -16,6 +16,7 @@ from rte.errors import SettingError
 from rte.model.vocabulary import Compat, FingerprintMethod, InformerMode
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
+from rte.sim.cadence import CADENCE_ADAPTIVE, CADENCES
 from rte.sim.kubelet import POLICIES, SCOPES
 from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
@@ -67,6 +68,11 @@ class SimConfig:
     # --- node agents ---
     agent_interval: float = _seconds(10.0)
     """Agent update period; 0 publishes on every change, at once."""
+    agent_cadence: str = field(default=CADENCE_ADAPTIVE, metadata=setting(CHOICE, choices=CADENCES))
+    """adaptive: a change on a busy node is published as soon as the write rate allows (rte's
+    agent); periodic: only on the agent's timer (the reference agents). See rte.sim.cadence."""
+    agent_min_gap: float = _seconds(1.0, above=0.0)
+    """Adaptive cadence: the least time between two writes of one node's agent."""
     publish_delay: float = _seconds(0.2)
     """From the agent reading the kubelet to its write reaching the apiserver."""
     fingerprint_method: FingerprintMethod = field(

@@ -1,34 +1,28 @@
 """The discrete-event loop tying the simulated kubelets, agents, scheduler and cache together.
 
 A pod's life: created (Pending, unbound) -> queued -> a scheduling cycle picks a node and
-``reserve``\\ s it in the NRT cache -> bound after ``bind_latency`` (``post_bind``) -> the
-kubelet admits it after ``admit_delay`` (Running; its pending time ends here) -> it runs for its
-sampled duration and is deleted. If the kubelet rejects it (TopologyAffinityError) it turns
-Failed, and ``tae_backoff`` later the controller deletes it and creates a replacement under a new
-name, which queues again; its pending time still counts from the original creation.
+``reserve``\\ s it in the NRT cache -> bound after ``bind_latency`` -> the kubelet admits it
+after ``admit_delay`` (Running; its pending time ends here) -> it runs for its sampled duration
+and is deleted. A pod the kubelet rejects (TopologyAffinityError) turns Failed, and
+``tae_backoff`` later is replaced under a new name; its pending time counts from the original.
 
-Each node's agent runs on its own phase-shifted timer (``agent_interval``) and publishes only
-when its kubelet's state changed (an idle node costs no events); the object reaches the
-scheduler's store ``publish_delay + watch_delay`` later. The reserve cache resyncs every
-``resync_period`` over the pods the API holds. Every NRT that reaches the store and every pod
-deletion or failure is a cluster event that moves unschedulable pods back into the queue; a
-cache flush is not (as in the reference plugin), unless ``requeue_on_flush``.
+Agents publish when their kubelet changed, on the cadence of :mod:`rte.sim.cadence`; an object
+reaches the scheduler's store ``publish_delay + watch_delay`` later. Every pod change reaches
+the cache as a pod informer event. The reserve cache resyncs every ``resync_period``. An NRT
+reaching the store and a pod deletion or failure are cluster events that requeue unschedulable
+pods; a cache flush is not (as in the reference plugin), unless ``requeue_on_flush``. With
+``--cache oracle`` the scheduler reads the kubelets themselves (:mod:`rte.sim.oracle`).
 
-Ground truth kept beside the real code, for the checks:
-
-* each published NRT carries the set of pods the simulator knows the kubelet had admitted (or
-  had failed) when the agent read it; at every resync comparison the simulator compares that set
-  with the pods the node holds now: equal sets must give a fingerprint match and different sets
-  a mismatch (``fingerprint_disagreements`` counts violations);
-* for unschedulable cycles, whether some kubelet could have admitted the pod right now on a node
-  with room node-wide (``unschedulable_with_room``).
+Ground truth kept beside the real code, for the checks: each published NRT carries the set of
+pods the kubelet had admitted (or failed) when the agent read it, and a resync comparison must
+match exactly when that set equals the node's pods now (``fingerprint_disagreements`` counts
+violations); refusals while a kubelet had room are counted with the cache's diagnosis
+(:mod:`rte.sim.room`).
 """
 
 from __future__ import annotations
 
-import copy
 import heapq
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,16 +32,17 @@ from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
 from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
-from rte.consumer.store import ADDED, MODIFIED, NRTStore
+from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import InformerMode
-from rte.sim.agent import SimAgent
+from rte.sim.cadence import AgentCadence
 from rte.sim.cluster import build_cache, build_nodes
 from rte.sim.config import CACHE_ORACLE, SimConfig
-from rte.sim.oracle import OracleCache
+from rte.sim.oracle import OracleCache, exact_topology
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
+from rte.sim.room import RoomCheck
 from rte.sim.scheduler import SimScheduler
 from rte.sim.specs import parse_pod_mix
 from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
@@ -132,15 +127,26 @@ class Simulation:
         self.store_truth: list[frozenset[Key]] = [frozenset() for _ in self.names]
         phases = stream(config.seed, "agent-phases")
         interval = config.agent_interval
-        self.agent_phase = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
-        self.agent_pending = [False] * len(self.names)
+        self.cadence = AgentCadence(
+            config.agent_cadence,
+            interval,
+            config.agent_min_gap,
+            [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names],
+        )
         self.pending_times: list[float] = []
         self.shape_names = [shape.text for _, shape in mix]
         self.pending_by_shape: list[list[float]] = [[] for _ in mix]
         self.series: dict[str, list[float]] = {k: [] for k in ("t", "pending", "running", "tae", "refused")}
         self.running = 0
-        self._truth_dirty: list[set[int]] = [set(range(len(self.names))) for _ in self.templates]
-        self._truth_fit: list[set[int]] = [set() for _ in self.templates]
+        self.room = RoomCheck(
+            self.names,
+            self.kubelets,
+            self.hardware,
+            self.inflight,
+            self.templates,
+            self.scheduler.node_fits,
+            getattr(self.cache, "diagnose", None),
+        )
 
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = 0
@@ -149,18 +155,9 @@ class Simulation:
         self._busy_until = 0.0
         self._stop = False
         self._handlers: list[Callable[[int, Any], None]] = [
-            self._arrive,
-            self._tick,
-            self._bind,
-            self._admit,
-            self._depart,
-            self._recreate,
-            self._agent_tick,
-            self._deliver,
-            self._resync,
-            self._leftover,
-            self._sample,
-        ]
+            self._arrive, self._tick, self._bind, self._admit, self._depart, self._recreate,
+            self._agent_tick, self._deliver, self._resync, self._leftover, self._sample,
+        ]  # fmt: skip
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -196,6 +193,11 @@ class Simulation:
         wall = time.perf_counter() - started
         counters.filter_evaluations = self.scheduler.evaluations
         counters.accounting_findings = sum(a.findings for a in self.agents)
+        counters.refused_with_room = dict(sorted(self.room.diagnoses.items()))
+        if self.reserve_mode:
+            nodes = self.cache.state_dump(self.now)["nodes"].values()
+            counters.nrt_adoptions = sum(n.get("adoptions", 0) for n in nodes)
+            counters.nrt_unmatched = sum(n.get("historyMismatches", 0) for n in nodes)
         return SimResult(
             config=self.cfg.to_dict(),
             counters=counters,
@@ -252,53 +254,30 @@ class Simulation:
         node = self.scheduler.decide(shape)
         if node is None:
             self.counters.unschedulable_attempts += 1
-            if self._room_somewhere(shape):
+            if self.room.refused(shape):
                 self.counters.unschedulable_with_room += 1
             self.queue.failed(pid, self.now)
             return
         self.queue.done(pid)
         sp.node = node
         self.inflight[node][sp.pod.key] = sp.pod
+        self.room.changed(node)
         self.cache.reserve(self.names[node], sp.pod)
         self.scheduler.assume(node, shape)
         self._push(self.now + self.cfg.bind_latency, BIND, pid)
 
-    def _room_somewhere(self, shape: int) -> bool:
-        fit, dirty = self._truth_fit[shape], self._truth_dirty[shape]
-        template = self.templates[shape]
-        for n in sorted(dirty):
-            if self.kubelets[n].could_admit(template):
-                fit.add(n)
-            else:
-                fit.discard(n)
-        dirty.clear()
-        return any(self.scheduler.node_fits(n, shape) for n in sorted(fit))
-
     def _kubelet_changed(self, node: int) -> None:
-        for dirty in self._truth_dirty:
-            dirty.add(node)
+        self.room.changed(node)
         if self.oracle is not None:
             self.oracle.invalidate(self.names[node])
             self.scheduler.node_changed(node)
         self._agent_changed(node)
 
     def exact_topology(self, node: str) -> NodeTopology | None:
-        """The oracle's input (:class:`rte.sim.oracle.ExactState`): what the node's agent would
-        publish once the kubelet has admitted the node's in-flight pods, in placement order."""
         n = self.index[node]
-        kubelet, pending, hw = self.kubelets[n], self.inflight[n], self.hardware[n]
-        specs = dict(self.bound[n])
-        if pending:
-            # A scratch copy (sharing the immutable hardware) admits what is on its way.
-            kubelet = copy.deepcopy(kubelet, {id(hw): hw})
-            for pod in pending.values():
-                bound = replace(pod, node_name=node)
-                kubelet.admit(bound)
-                specs[pod.key] = replace(bound, phase=PHASE_RUNNING)
-        agent = SimAgent(
-            node, hw, kubelet, method=self.cfg.fingerprint_method, informer_mode=self.cfg.informer_mode
+        return exact_topology(
+            node, self.kubelets[n], self.hardware[n], self.inflight[n], self.bound[n], self.cfg
         )
-        return agent.snapshot(specs)[0]
 
     # --- pod life ----------------------------------------------------------------------------
 
@@ -307,6 +286,8 @@ class Simulation:
         self.api[pod.key] = pod
         if pod.node_name:
             self.bound[sp.node][pod.key] = pod
+            self.cache.on_pod_event(MODIFIED, pod)  # the scheduler's pod informer
+            self.scheduler.node_changed(sp.node)  # the cache may have adopted an NRT
 
     def _arrive(self, pid: int, _: Any) -> None:
         arrival = self.arrivals[pid]
@@ -330,6 +311,7 @@ class Simulation:
         sp = self.pods[pid]
         node = sp.node
         del self.inflight[node][sp.pod.key]
+        self.room.changed(node)
         if self.oracle is not None:
             self.oracle.invalidate(self.names[node])
             self.scheduler.node_changed(node)
@@ -359,6 +341,8 @@ class Simulation:
         key = sp.pod.key
         del self.api[key]
         del self.bound[sp.node][key]
+        self.cache.on_pod_event(DELETED, sp.pod)
+        self.scheduler.node_changed(sp.node)
         self._agent_changed(sp.node)
 
     def _recreate(self, pid: int, _: Any) -> None:
@@ -386,28 +370,23 @@ class Simulation:
     # --- node agents -------------------------------------------------------------------------
 
     def _agent_changed(self, node: int) -> None:
-        if self.agent_pending[node]:
-            return
-        self.agent_pending[node] = True
-        interval = self.cfg.agent_interval
-        if not interval:
-            self._push(self.now, AGENT_TICK, node)
-            return
-        phase = self.agent_phase[node]
-        ticks = math.ceil((self.now - phase) / interval)
-        self._push(phase + max(ticks, 0) * interval, AGENT_TICK, node)
+        at = self.cadence.changed(node, self.now, self.agents[node].last)
+        if at is not None:
+            self._push(at, AGENT_TICK, node, at)
 
     def _truth(self, node: int) -> frozenset[Key]:
         phases = self.counted_phases
         return frozenset(key for key, pod in self.bound[node].items() if pod.phase in phases)
 
-    def _agent_tick(self, node: int, _: Any) -> None:
-        self.agent_pending[node] = False
+    def _agent_tick(self, node: int, at: float) -> None:
+        if not self.cadence.fire(node, at):
+            return
         out = self.agents[node].publish(self.bound[node])
         if out is None:
             self.counters.nrt_skipped += 1
             return
         self.counters.nrt_writes += 1
+        self.cadence.wrote(node, self.now)
         delay = self.cfg.publish_delay + self.cfg.watch_delay
         self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node)))
 

@@ -15,6 +15,9 @@ implements it), so it does not care how the kubelet is modelled.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from rte.consumer import load
@@ -22,9 +25,44 @@ from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.interface import NO_NRT, Lookup, ResyncReport
 from rte.consumer.cache.resync import PodsInput
 from rte.consumer.numaview import NumaView, build_view
-from rte.model.pod import Pod
+from rte.model.pod import PHASE_RUNNING, Pod, PodKey
 from rte.model.topology import NodeTopology
-from rte.sim.config import CACHE_ORACLE
+from rte.sim.agent import SimAgent
+from rte.sim.config import CACHE_ORACLE, SimConfig
+from rte.sim.hardware import NodeHardware
+from rte.sim.kubelet import SimKubelet
+
+
+def with_inflight(
+    kubelet: SimKubelet, hardware: NodeHardware, pending: Mapping[PodKey, Pod], node: str
+) -> SimKubelet:
+    """``kubelet`` once it has admitted ``pending`` in order: a scratch copy sharing the immutable
+    hardware, or ``kubelet`` itself when nothing is pending. A pod it refuses is skipped."""
+    if not pending:
+        return kubelet
+    scratch = copy.deepcopy(kubelet, {id(hardware): hardware})
+    for pod in pending.values():
+        scratch.admit(replace(pod, node_name=node))
+    return scratch
+
+
+def exact_topology(
+    node: str,
+    kubelet: SimKubelet,
+    hardware: NodeHardware,
+    pending: Mapping[PodKey, Pod],
+    bound: Mapping[PodKey, Pod],
+    config: SimConfig,
+) -> NodeTopology:
+    """What the node's agent would publish once ``kubelet`` has admitted ``pending``, in order."""
+    specs = dict(bound)
+    for key, pod in pending.items():
+        specs[key] = replace(pod, node_name=node, phase=PHASE_RUNNING)
+    scratch = with_inflight(kubelet, hardware, pending, node)
+    agent = SimAgent(
+        node, hardware, scratch, method=config.fingerprint_method, informer_mode=config.informer_mode
+    )
+    return agent.snapshot(specs)[0]
 
 
 class ExactState(Protocol):

@@ -78,6 +78,12 @@ def env() -> Iterator[Env]:
     yield from _env()
 
 
+@pytest.fixture
+def reference_env() -> Iterator[Env]:
+    """The reference plugin's reconciliation: an exact fingerprint match at resync."""
+    yield from _env(cache_reconcile="ExactMatch")
+
+
 def names_args(p: dict[str, object], *names: str) -> dict[str, object]:
     return {"Pod": p, "Nodes": None, "NodeNames": list(names)}
 
@@ -278,7 +284,8 @@ def test_a_pod_first_seen_running_is_not_reserved(env: Env) -> None:
     assert _fits(env, "solo")
 
 
-def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(env: Env) -> None:
+def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
     assert not _fits(env, "solo")
     _, state = env.client.get("/state?node=solo")
@@ -299,7 +306,8 @@ def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(en
     assert state["requests"]["resyncs"] == 1
 
 
-def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(env: Env) -> None:
+def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
     env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
     assert not _fits(env, "solo")
@@ -312,7 +320,10 @@ def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(env: Env) 
     assert solo["lastCompare"]["result"] == "mismatch"
 
 
-def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_matches(env: Env) -> None:
+def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_matches(
+    reference_env: Env,
+) -> None:
+    env = reference_env
     env.service.on_pod_event(
         ADDED, pod("sneaky", {"cpu": 1}, node="solo", phase="Running", scheduler="default-scheduler")
     )
@@ -467,7 +478,8 @@ def test_readiness_and_the_number_of_nodes_are_read_at_scrape_time() -> None:
         assert sample(scrape(env), "rte_extender_ready") == 1
 
 
-def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(env: Env) -> None:
+def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
     env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
     _, result = env.client.post("filter", names_args(pod("app", APP), "solo"))

@@ -53,9 +53,9 @@ def test_without_a_cache_a_slow_agent_lets_the_third_pod_fail_with_a_tae() -> No
     assert c.pods_scheduled == 2
 
 
-def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
+def test_the_reference_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
     none = run_simulation(replace(TINY, cache="none"))
-    reserve = run_simulation(replace(TINY, cache="reserve"))
+    reserve = run_simulation(replace(TINY, cache="reference-reserve", agent_cadence="periodic"))
     c = reserve.counters
     assert c.topology_affinity_errors == 0
     assert c.pods_scheduled == 2  # the third waits for a departure, correctly refused
@@ -64,6 +64,18 @@ def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
     # The price: the second pod waited for an NRT reflecting the first one, then a resync.
     assert reserve.pending_times[-1] > 5.0
     assert none.pending_times[-1] < 1.0
+
+
+def test_the_reserve_cache_places_on_the_predicted_zone_and_neither_fails_nor_waits() -> None:
+    result = run_simulation(replace(TINY, cache="reserve", agent_cadence="periodic"))
+    c = result.counters
+    # The node's state is known exactly (an NRT of the empty node): the first pod is reserved on
+    # zone 0 only, where the kubelet puts it, so the second one goes to zone 1 at once, and the
+    # third is refused because no zone has 2 CPUs left, which is the truth.
+    assert c.topology_affinity_errors == 0
+    assert c.pods_scheduled == 2
+    assert c.unschedulable_with_room == 0
+    assert result.pending_times[-1] < 1.0
 
 
 def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
@@ -77,8 +89,9 @@ def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
 
 
 def test_a_flush_is_not_a_requeue_event_unless_asked() -> None:
-    reference = run_simulation(replace(TINY, cache="reserve"))
-    eager = run_simulation(replace(TINY, cache="reserve", requeue_on_flush=True))
+    tiny = replace(TINY, cache="reference-reserve", agent_cadence="periodic")
+    reference = run_simulation(tiny)
+    eager = run_simulation(replace(tiny, requeue_on_flush=True))
     # Quiet node: after the flush nothing else happens, so the refused pod waits for the
     # scheduler's 5-minute leftover flush, unless the flush itself requeues it.
     assert reference.pending_times[-1] > 300.0
@@ -124,8 +137,8 @@ def test_memoised_decisions_match_full_recomputation(cache: str, variant: dict[s
     assert c.pods_scheduled + result.still_pending == config.pods
 
 
-def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
-    result = run_simulation(replace(SMALL, cache="reserve"))
+def test_the_reference_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
+    result = run_simulation(replace(SMALL, cache="reference-reserve"))
     c = result.counters
     assert c.resync_passes > 0 and c.fingerprint_matches > 0 and c.flushes == c.fingerprint_matches
     assert c.fingerprint_disagreements == 0
@@ -133,8 +146,9 @@ def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
 
 
 def test_nrt_writes_count_only_changed_objects() -> None:
-    slow = run_simulation(replace(SMALL, agent_interval=60.0)).counters
-    fast = run_simulation(replace(SMALL, agent_interval=1.0)).counters
+    periodic = replace(SMALL, agent_cadence="periodic")
+    slow = run_simulation(replace(periodic, agent_interval=60.0)).counters
+    fast = run_simulation(replace(periodic, agent_interval=1.0)).counters
     assert 0 < slow.nrt_writes < fast.nrt_writes
     assert slow.nrt_writes == slow.store_updates  # every write changed something the store sees
 

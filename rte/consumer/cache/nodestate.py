@@ -7,11 +7,18 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
-from rte.consumer.cache.reservations import Reservation, subtract_from_every_zone, total_request
+from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.reservations import (
+    Reservation,
+    subtract_from_every_zone,
+    subtract_placed,
+    total_request,
+)
 from rte.consumer.cache.resync import Comparison
 from rte.consumer.numaview import NumaView, build_view, subtract_requests
 from rte.consumer.tmconfig import tm_config_from
-from rte.model.quantity import quantity_text
+from rte.model.pod import Pod, PodKey
+from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
 
@@ -33,6 +40,22 @@ class NodeState:
     foreign: int = 0
     unverified: bool = False
     last_compare: Comparison | None = None
+    log: PodLog = field(default_factory=PodLog)
+    """Reconcile.HISTORY: the node's recent pod sets and their fingerprints."""
+    live: dict[PodKey, Pod] = field(default_factory=dict)
+    """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
+    tried: tuple[int, int] = (0, 0)
+    """(store revision, log version) of the last match attempt: retry only when one changes."""
+    exact: bool = False
+    """Reconcile.HISTORY: the served view is the kubelet's state, as far as the cache can tell
+    (see :mod:`rte.consumer.cache.reconcile`): new reservations go on the predicted zones."""
+    freed_at: int = 0
+    """Position (:attr:`PodLog.end`) a pod-set cut must reach to reflect the last pod that freed
+    resources on the node; an older cut is not exact."""
+    adoptions: int = 0
+    """NRTs adopted on a fingerprint match with a recent pod set."""
+    mismatches: int = 0
+    """NRTs whose fingerprint matched none of the recent pod sets (when tried)."""
     last_flush: float | None = None
     base_view: NumaView | None = None
     """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
@@ -54,15 +77,23 @@ class NodeState:
             filtered = load.filter_view(self.topology, load_config)
             self.base_view = build_view(filtered, tm_config_from(self.topology))
         if self.view is None:
-            self.view = subtract_requests(self.base_view, [r.request for r in self.reservations.values()])
+            everywhere = [r.request for r in self.reservations.values() if r.zones is None]
+            placed = [r.zones for r in self.reservations.values() if r.zones is not None]
+            self.view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
         return self.view
 
     def reserved_topology(self) -> NodeTopology:
         """The cached NRT with every reservation taken from every zone (pessimistic)."""
         assert self.topology is not None
         if self.view_topology is None:
-            total = total_request(r.request for r in self.reservations.values())
-            self.view_topology = subtract_from_every_zone(self.topology, total)
+            total = total_request(r.request for r in self.reservations.values() if r.zones is None)
+            placed: dict[int, dict[str, Amount]] = {}
+            for r in self.reservations.values():
+                for numa_id, charge in (r.zones or {}).items():
+                    into = placed.setdefault(numa_id, {})
+                    for res, qty in charge.items():
+                        into[res] = into.get(res, 0) + qty
+            self.view_topology = subtract_from_every_zone(self.topology, total, placed)
         return self.view_topology
 
     def dump(self) -> dict[str, Any]:
@@ -86,4 +117,8 @@ class NodeState:
             "foreignPods": self.foreign,
             "lastFlush": self.last_flush,
             "lastCompare": self.last_compare.to_dict() if self.last_compare else None,
+            "adoptions": self.adoptions,
+            "exact": self.exact,
+            "historyMismatches": self.mismatches,
+            "podSetChangesLogged": len(self.log.changes),
         }
