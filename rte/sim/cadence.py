@@ -5,12 +5,10 @@
 kubelet's state changed, so a change waits up to ``agent_interval``.
 
 ``adaptive`` is rte's agent (:mod:`rte.agent.loop`: the podresources poll and the pod watch
-trigger a cycle, writes limited by ``publish_qps``): a change on a *busy* node is published as
-soon as the write rate limit allows (at most one write per ``agent_min_gap`` per node), the timer
-still covers the others. A node is busy when some zone of its last published NRT has less than
-half its allocatable CPUs available (near full: a scheduler waits for every CPU it frees), or
-when its previous change was less than ``agent_interval`` ago (churning). A node whose pods do
-not change writes nothing at all, so steady-state writes stay far below one per node per hour.
+trigger a cycle, writes limited by ``publish_qps``): a change is published as soon as the write
+rate limit allows (at most one write per ``agent_min_gap`` per node); the timer only matters
+when the gap is longer. A node whose pods do not change writes nothing at all, so steady-state
+writes stay far below one per node per hour, and a busy node writes at most once a second.
 """
 
 from __future__ import annotations
@@ -18,23 +16,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from rte.model.topology import NodeTopology
-
 CADENCE_PERIODIC = "periodic"
 CADENCE_ADAPTIVE = "adaptive"
 CADENCES = (CADENCE_ADAPTIVE, CADENCE_PERIODIC)
-_CPU = "cpu"
-
-
-def near_full(topology: NodeTopology | None) -> bool:
-    """Some NUMA zone has less than half its allocatable CPUs available."""
-    if topology is None:
-        return False
-    for zone in topology.numa_zones():
-        for res in zone.resources:
-            if res.name == _CPU and res.available * 2 < res.allocatable:
-                return True
-    return False
 
 
 class AgentCadence:
@@ -47,7 +31,6 @@ class AgentCadence:
         self.phase = list(phases)
         self.due: list[float | None] = [None] * len(self.phase)
         self.last_write = [-math.inf] * len(self.phase)
-        self.last_change = [-math.inf] * len(self.phase)
 
     def _periodic(self, node: int, now: float) -> float:
         if not self.interval:
@@ -55,13 +38,11 @@ class AgentCadence:
         phase = self.phase[node]
         return phase + max(math.ceil((now - phase) / self.interval), 0) * self.interval
 
-    def changed(self, node: int, now: float, published: NodeTopology | None) -> float | None:
+    def changed(self, node: int, now: float) -> float | None:
         """The node's state changed: the time of a new publish to schedule, or None (one is due
         soon enough already)."""
         at = self._periodic(node, now)
-        churning = now - self.last_change[node] < self.interval
-        self.last_change[node] = now
-        if self.adaptive and (churning or near_full(published)):
+        if self.adaptive:
             at = min(at, max(now, self.last_write[node] + self.min_gap))
         due = self.due[node]
         if due is not None and due <= at:

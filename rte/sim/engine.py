@@ -370,7 +370,7 @@ class Simulation:
     # --- node agents -------------------------------------------------------------------------
 
     def _agent_changed(self, node: int) -> None:
-        at = self.cadence.changed(node, self.now, self.agents[node].last)
+        at = self.cadence.changed(node, self.now)
         if at is not None:
             self._push(at, AGENT_TICK, node, at)
 

@@ -8,6 +8,7 @@ streak, distrusted nodes say why, and the load-aware score mode scales the score
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from rte.consumer.api import evaluate_through_cache
 from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode, Reconcile
@@ -85,9 +86,11 @@ def test_a_failure_caused_by_our_reservations_is_marked_and_a_matching_resync_cl
     assert decision.score == 25  # zone 1: cpu 2/4 -> 50, memory 1Gi/64Gi -> 1 => (50 + 1) // 2
 
 
-def test_by_default_a_pod_reserved_on_an_exactly_known_node_takes_only_the_kubelet_s_zone() -> None:
+def test_by_default_an_admitted_pod_placed_alone_takes_only_the_zones_the_kubelet_may_use() -> None:
     _, cache = over_reserve(nrt("n1", cpus=(4, 4)), reconcile=Reconcile.HISTORY)
-    cache.reserve("n1", pod("p1", cpu=3, node="n1"))  # the kubelet puts it on zone 0
+    placed = pod("p1", cpu=3, node="n1")
+    cache.reserve("n1", placed)
+    cache.on_pod_event("MODIFIED", replace(placed, phase="Running"))  # the kubelet put it on zone 0
     [decision] = evaluate_through_cache(pod("p2", cpu=2), ["n1"], cache)
     assert (decision.fits, decision.reason) == (True, "fits NUMA zone 1")
     assert cache.state_dump()["nodes"]["n1"]["zones"]["node-1"]["availableAfterReservations"]["cpu"] == "4"

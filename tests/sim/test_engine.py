@@ -66,16 +66,17 @@ def test_the_reference_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -
     assert none.pending_times[-1] < 1.0
 
 
-def test_the_reserve_cache_places_on_the_predicted_zone_and_neither_fails_nor_waits() -> None:
-    result = run_simulation(replace(TINY, cache="reserve", agent_cadence="periodic"))
+def test_the_reserve_cache_adopts_the_first_nrt_showing_the_first_pod_and_places_the_second() -> None:
+    result = run_simulation(replace(TINY, cache="reserve"))
     c = result.counters
-    # The node's state is known exactly (an NRT of the empty node): the first pod is reserved on
-    # zone 0 only, where the kubelet puts it, so the second one goes to zone 1 at once, and the
-    # third is refused because no zone has 2 CPUs left, which is the truth.
+    # The second pod is refused while the first is on its way (it may take either zone); rte's
+    # agent publishes the first pod's admission within a second, the cache adopts that NRT at
+    # once, and the second pod is placed. The third is refused: no zone has 2 CPUs left.
     assert c.topology_affinity_errors == 0
     assert c.pods_scheduled == 2
-    assert c.unschedulable_with_room == 0
-    assert result.pending_times[-1] < 1.0
+    assert result.pending_times[-1] < 3.0
+    assert c.nrt_adoptions >= 1 and c.nrt_unmatched == 0
+    assert set(c.refused_with_room) == {"reserved-on-every-zone"}
 
 
 def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:

@@ -24,8 +24,8 @@ EXPLANATIONS = {
     FINGERPRINT_MISMATCH: "the newest NRT describes a pod set the cache does not know (yet): the"
     " node keeps an older NRT and its reservations",
     WAITING_FOR_RESYNC: "a newer NRT waits for the next resync (reference reconciliation)",
-    RESERVED_EVERYWHERE: "pods the NRT does not account for yet are charged on every zone (the"
-    " node was not known exactly when they were placed)",
+    RESERVED_EVERYWHERE: "pods the NRT does not account for yet are charged on every zone (on"
+    " their way to the kubelet, or their zones are not knowable)",
     RESERVED_ON_ZONES: "pods the NRT does not account for yet are charged on the zones the"
     " kubelet uses; the NRT may lag resources freed since",
     WAITING_FOR_AGENT: "the NRT is the newest and accounts for every pod: it lags what the"
@@ -46,7 +46,7 @@ def diagnose(st: NodeState | None, unfresh: str, store_revision: int, history: b
         if compared is not None and compared.result is not CompareResult.MATCH and st.dirty:
             return FINGERPRINT_MISMATCH
         return WAITING_FOR_RESYNC
-    if any(r.zones is None for r in st.reservations.values()):
+    if any(not st.narrowed(key, r) for key, r in st.reservations.items()):
         return RESERVED_EVERYWHERE
     if st.reservations:
         return RESERVED_ON_ZONES

@@ -46,12 +46,6 @@ class NodeState:
     """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
     tried: tuple[int, int] = (0, 0)
     """(store revision, log version) of the last match attempt: retry only when one changes."""
-    exact: bool = False
-    """Reconcile.HISTORY: the served view is the kubelet's state, as far as the cache can tell
-    (see :mod:`rte.consumer.cache.reconcile`): new reservations go on the predicted zones."""
-    freed_at: int = 0
-    """Position (:attr:`PodLog.end`) a pod-set cut must reach to reflect the last pod that freed
-    resources on the node; an older cut is not exact."""
     adoptions: int = 0
     """NRTs adopted on a fingerprint match with a recent pod set."""
     mismatches: int = 0
@@ -77,19 +71,24 @@ class NodeState:
             filtered = load.filter_view(self.topology, load_config)
             self.base_view = build_view(filtered, tm_config_from(self.topology))
         if self.view is None:
-            everywhere = [r.request for r in self.reservations.values() if r.zones is None]
-            placed = [r.zones for r in self.reservations.values() if r.zones is not None]
+            everywhere = [r.request for key, r in self.reservations.items() if not self.narrowed(key, r)]
+            placed = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
             self.view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
         return self.view
+
+    def narrowed(self, key: PodKey, reservation: Reservation) -> bool:
+        """Whether the reservation is taken from its zones only: it has them, and its pod is
+        admitted (:mod:`rte.consumer.cache.predict`); before that, from every zone."""
+        return reservation.zones is not None and key in self.log.members
 
     def reserved_topology(self) -> NodeTopology:
         """The cached NRT with every reservation taken from every zone (pessimistic)."""
         assert self.topology is not None
         if self.view_topology is None:
-            total = total_request(r.request for r in self.reservations.values() if r.zones is None)
+            total = total_request(r.request for k, r in self.reservations.items() if not self.narrowed(k, r))
             placed: dict[int, dict[str, Amount]] = {}
-            for r in self.reservations.values():
-                for numa_id, charge in (r.zones or {}).items():
+            for k, r in self.reservations.items():
+                for numa_id, charge in ((r.zones or {}) if self.narrowed(k, r) else {}).items():
                     into = placed.setdefault(numa_id, {})
                     for res, qty in charge.items():
                         into[res] = into.get(res, 0) + qty
@@ -118,7 +117,6 @@ class NodeState:
             "lastFlush": self.last_flush,
             "lastCompare": self.last_compare.to_dict() if self.last_compare else None,
             "adoptions": self.adoptions,
-            "exact": self.exact,
             "historyMismatches": self.mismatches,
             "podSetChangesLogged": len(self.log.changes),
         }

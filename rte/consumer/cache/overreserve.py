@@ -50,7 +50,7 @@ import time
 from typing import Any
 
 from rte.consumer.cache import reconcile
-from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, Reconcile, ResyncScope
+from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
 from rte.consumer.cache.diagnosis import EXPLANATIONS, diagnose
 from rte.consumer.cache.freshness import heartbeat_age, is_stale, stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
@@ -89,6 +89,8 @@ class OverReserveCache:
         self._generation = 0
         self._started_at = clock()
         self._history = self._config.reconcile is Reconcile.HISTORY
+        # Zone-wise reservations need the whole view: not with load-filtered zones.
+        self._predicts = self._history and self._config.load.mode is LoadMode.OFF
 
     # --- reading -------------------------------------------------------------------------
 
@@ -155,9 +157,9 @@ class OverReserveCache:
     def reserve(self, node: str, pod: Pod) -> None:
         """Account ``pod`` on ``node`` until an adopted NRT accounts for it (never fails).
 
-        On the zones the kubelet will use when the cache knows the node exactly (history mode),
-        else on every zone. Unlike the reference, a node without an NRT keeps the reservation
-        too: its NRT may be published later, before it reflects this pod.
+        History mode: on the zones the kubelet may use once it admitted the pod, when that is
+        knowable (:mod:`rte.consumer.cache.predict`), else on every zone. Unlike the reference, a
+        node without an NRT keeps the reservation too: its NRT may come before it reflects the pod.
         """
         with self._lock:
             now = self._clock()
@@ -165,11 +167,12 @@ class OverReserveCache:
             if st is None:
                 st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
             zones = None
-            if st.exact and st.topology is not None:
+            st.reservations.pop(pod.key, None)
+            st.invalidate()
+            if reconcile.in_flight(st):
+                reconcile.spread_in_flight(st)
+            elif self._predicts and st.topology is not None:
                 zones = predicted_charge(st.served_view(self._config.load), pod)
-            if zones is None or pod.key in st.reservations:
-                reconcile.make_uncertain(st)
-                zones = None
             st.reservations[pod.key] = Reservation.for_pod(pod, now, zones=zones)
             st.invalidate()
 
@@ -179,8 +182,6 @@ class OverReserveCache:
             st = self._nodes.get(node)
             if st is None or st.reservations.pop(pod.key, None) is None:
                 return
-            # Later predictions assumed this pod would reach the kubelet first.
-            reconcile.make_uncertain(st)
             st.invalidate()
             self._forget_if_empty(node, st)
 
@@ -357,7 +358,6 @@ class OverReserveCache:
                 # The NRT was deleted: serve "no NRT", keep reservations for when it comes back.
                 st.topology = None
                 st.revision = st.checked_revision = revision
-                reconcile.make_uncertain(st)
                 st.invalidate(topology_changed=True)
                 self._generation += 1
             return st
@@ -373,7 +373,6 @@ class OverReserveCache:
                 self._generation += 1
                 return st
         if st.topology is None or (self._config.follow_clean_nodes and self._is_clean(st, now)):
-            st.exact = False  # which pod set it describes is unknown
             st.topology = topology
             st.revision = st.checked_revision = revision
             st.invalidate(topology_changed=True)

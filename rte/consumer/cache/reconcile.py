@@ -58,14 +58,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from rte.consumer.cache.config import CacheConfig, LoadMode
+from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
 from rte.consumer.cache.resync import expected_fingerprint, is_in_flight, is_relevant
 from rte.consumer.store import DELETED, MODIFIED
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, PodKey
-from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 
 
@@ -78,39 +77,36 @@ def track(st: NodeState, event_type: str, pod: Pod, config: CacheConfig, names: 
     gone = event_type == DELETED or pod.is_terminal
     counted = event_type != DELETED and is_relevant(pod, config.informer_mode)
     changed = st.log.update(key, counted, counted and is_exclusive(pod, frozenset(names)))
+    if changed and key in st.reservations:
+        st.invalidate()  # admitted: its reservation may narrow to its zones
     if gone:
-        # It freed resources (or never held any): where, the cache cannot tell.
-        make_uncertain(st)
-        st.freed_at = st.log.end if changed else st.log.end + 1
         st.live.pop(key, None)
         reservation = st.reservations.get(key)
         if reservation is not None and (not reservation.uid or not pod.uid or reservation.uid == pod.uid):
             del st.reservations[key]
             st.invalidate()
     else:
+        if key not in st.reservations and not counted and key not in st.live:
+            spread_in_flight(st)  # bound by someone else, on its way beside ours
         st.live[key] = pod
     return changed
 
 
-def make_uncertain(st: NodeState) -> None:
-    """The view may no longer be the kubelet's state: every reservation goes back to every zone."""
-    st.exact = False
-    if any(r.zones is not None for r in st.reservations.values()):
-        st.reservations = {k: replace(r, zones=None) for k, r in st.reservations.items()}
+def in_flight(st: NodeState) -> bool:
+    """Some pod reserved on the node is not known to be admitted (or refused) yet."""
+    return any(key not in st.log.members for key in st.reservations)
+
+
+def spread_in_flight(st: NodeState) -> None:
+    """Another pod is on its way to the node beside those in flight: the kubelet may admit them in
+    any order, so none of them keeps its zones (:mod:`rte.consumer.cache.predict`)."""
+    admitted = st.log.members
+    if any(r.zones is not None and key not in admitted for key, r in st.reservations.items()):
+        st.reservations = {
+            key: r if r.zones is None or key in admitted else replace(r, zones=None)
+            for key, r in st.reservations.items()
+        }
         st.invalidate()
-
-
-def _placed_fits(st: NodeState, topology: NodeTopology) -> bool:
-    """Every zone's predicted charges fit what the NRT says it has (else a prediction was wrong)."""
-    per_zone: dict[tuple[int | None, str], Amount] = {}
-    for r in st.reservations.values():
-        for numa_id, charge in (r.zones or {}).items():
-            for res, qty in charge.items():
-                per_zone[(numa_id, res)] = per_zone.get((numa_id, res), 0) + qty
-    available = {
-        (zone.numa_id, res.name): res.available for zone in topology.numa_zones() for res in zone.resources
-    }
-    return all(qty <= available.get(key, 0) for key, qty in per_zone.items())
 
 
 def try_history(
@@ -126,14 +122,6 @@ def try_history(
         st.mismatches += 1
         return False
     adopt(st, topology, revision, st.log.members_at(cut), now)
-    st.exact = (
-        config.load.mode is LoadMode.OFF
-        and st.log.base + cut >= st.freed_at
-        and all(r.zones is not None for r in st.reservations.values())
-        and _placed_fits(st, topology)
-    )
-    if not st.exact:
-        make_uncertain(st)
     st.log.forget_before(cut)
     st.adoptions += 1
     return True
@@ -141,9 +129,7 @@ def try_history(
 
 def forget(st: NodeState, key: PodKey) -> None:
     """The pod vanished from the pod list (a deletion event was missed): it holds nothing now."""
-    changed = st.log.update(key, False)
-    make_uncertain(st)
-    st.freed_at = st.log.end if changed else st.log.end + 1
+    st.log.update(key, False)
     if st.live.pop(key, None) is not None and st.reservations.pop(key, None) is not None:
         st.invalidate()
 
@@ -160,9 +146,8 @@ def adopt(
     """Serve ``topology``, which charges the pods of ``accounted``: charge every other live pod.
 
     ``verified`` False (no fingerprint match: a first NRT, or a Topology Manager change) keeps
-    the node's marks. The caller decides whether the result is exact (it is not, by default).
+    the node's marks.
     """
-    st.exact = False
     kept = {key: r for key, r in st.reservations.items() if key not in accounted}
     for key, pod in st.live.items():
         if key not in accounted and key not in kept:
