@@ -13,8 +13,11 @@ extender, a Python scheduler using the library) must do it the same way:
   zone the kubelet would pick is busy (:func:`rte.consumer.load.weighted_score`); the filter
   mode needs nothing here, the cache already serves views without the busy zones.
 
-The simulator keeps its own memoised copy of this bookkeeping (it re-evaluates only the nodes
-that changed); everything else calls these functions.
+Every front end goes through the same per-node steps: :func:`filter_one` (the verdict on the
+cache's view), :func:`record_verdict` (the cache's bookkeeping) and :func:`score_one`. The
+extender and the library call them through :func:`filter_nodes` and :func:`score_nodes`; the
+simulator calls them itself, because it memoises verdicts per node and replays only the ones
+that can change the cache's marks (:mod:`rte.sim.scheduler`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rte.consumer.cache.config import LoadMode
-from rte.consumer.cache.interface import NRTCache
+from rte.consumer.cache.config import LoadAwareConfig, LoadMode
+from rte.consumer.cache.interface import Lookup, NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.load import weighted_score
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import Scorer
+from rte.consumer.verdict import FilterResult
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,41 @@ class FilterOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     """The filter's reason for every node, passed ones included ("fits NUMA zone 1")."""
+
+
+def filter_one(
+    prep: PreparedPod, name: str, cache: NRTCache, allocatable: Collection[str] | None = None
+) -> tuple[FilterResult, Lookup]:
+    """The verdict on one node, from the view the cache serves for it, and that lookup."""
+    lookup = cache.get(name, prep.pod)
+    return filter_node(prep, lookup.view, allocatable, fresh=lookup.fresh), lookup
+
+
+def record_verdict(cache: NRTCache, name: str, verdict: FilterResult, lookup: Lookup) -> str:
+    """Tell the cache what Filter found on one node; the reason to report for it.
+
+    A success ends the node's failure streak; a failure on data the cache trusts marks the node
+    "maybe over-reserved"; a failure on data it distrusts carries the cache's explanation.
+    """
+    if verdict.fits:
+        cache.note_filter_success(name)
+        return verdict.reason
+    if not lookup.fresh:
+        detail = cache.unfresh_reason(name)
+        return f"{verdict.reason}: {detail}" if detail else verdict.reason
+    if lookup.view is not None:
+        cache.mark_maybe_over_reserved(name)
+    return verdict.reason
+
+
+def score_one(prep: PreparedPod, lookup: Lookup, scorer: Scorer, load: LoadAwareConfig) -> int:
+    """The score (0..100) on one node from its lookup; scaled in the load-aware score mode."""
+    score = scorer(lookup.view, fresh=lookup.fresh)
+    if load.mode is LoadMode.SCORE and score and lookup.view is not None:
+        # The zone the kubelet would pick decides whether the pod lands on a busy zone.
+        numa_id = filter_node(prep, lookup.view, fresh=lookup.fresh).numa_id
+        score = weighted_score(score, lookup.view, load, numa_id)
+    return score
 
 
 def filter_nodes(
@@ -52,24 +91,13 @@ def filter_nodes(
     from it (or None) skips the node-allocatable check, as when the Node object is unknown.
     """
     outcome = FilterOutcome()
-    pod = prep.pod
     for name in nodes:
-        lookup = cache.get(name, pod)
-        verdict = filter_node(
-            prep, lookup.view, allocatable.get(name) if allocatable else None, fresh=lookup.fresh
-        )
+        verdict, lookup = filter_one(prep, name, cache, allocatable.get(name) if allocatable else None)
+        reason = outcome.reasons[name] = record_verdict(cache, name, verdict, lookup)
         if verdict.fits:
             outcome.passed.append(name)
-            outcome.reasons[name] = verdict.reason
-            cache.note_filter_success(name)
-            continue
-        reason = verdict.reason
-        if not lookup.fresh:
-            detail = cache.unfresh_reason(name)
-            reason = f"{reason}: {detail}" if detail else reason
-        elif lookup.view is not None:
-            cache.mark_maybe_over_reserved(name)
-        outcome.failed[name] = outcome.reasons[name] = reason
+        else:
+            outcome.failed[name] = reason
     return outcome
 
 
@@ -82,15 +110,4 @@ def score_nodes(
     the scheduler only scores those.
     """
     load = cache.config.load
-    scaled = load.mode is LoadMode.SCORE
-    pod = prep.pod
-    scores: list[tuple[str, int]] = []
-    for name in nodes:
-        lookup = cache.get(name, pod)
-        score = scorer(lookup.view, fresh=lookup.fresh)
-        if scaled and score and lookup.view is not None:
-            # The zone the kubelet would pick decides whether the pod lands on a busy zone.
-            numa_id = filter_node(prep, lookup.view, fresh=lookup.fresh).numa_id
-            score = weighted_score(score, lookup.view, load, numa_id)
-        scores.append((name, score))
-    return scores
+    return [(name, score_one(prep, cache.get(name, prep.pod), scorer, load)) for name in nodes]
