@@ -339,6 +339,27 @@ def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_match
     assert result["NodeNames"] == ["solo"]
 
 
+def test_by_default_a_newer_nrt_of_an_older_pod_set_is_adopted_and_state_says_why_a_node_is_refused(
+    env: Env,
+) -> None:
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
+    assert not _fits(env, "solo")  # "first" holds the zone's 4 CPUs
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert solo["diagnosis"] == "reserved-on-every-zone"
+    # The agent published "first" running while our pod watch still has it Pending: an NRT of a
+    # pod set we do not know yet is not adopted...
+    env.store.apply_object(MODIFIED, nrt("solo", [{"cpu": 0, "memory": 0}], pods=[("default", "first")]))
+    _, state = env.client.get("/state?node=solo")
+    assert state["cache"]["nodes"]["solo"]["diagnosis"] == "fingerprint-mismatch"
+    # ... until the pod event arrives: adopted at once, no resync, and nothing counted twice.
+    env.service.on_pod_event(MODIFIED, pod("first", APP, node="solo", phase="Running"))
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert (solo["reservations"], solo["adoptions"], solo["diagnosis"]) == ([], 2, "waiting-for-agent")
+    assert solo["cachedRevision"] == solo["storeRevision"]
+
+
 def test_state_dump_covers_every_node_or_one(env: Env) -> None:
     status, state = env.client.get("/state")
     assert status == 200
