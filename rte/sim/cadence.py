@@ -5,10 +5,11 @@
 kubelet's state changed, so a change waits up to ``agent_interval``.
 
 ``adaptive`` is rte's agent (:mod:`rte.agent.loop`: the podresources poll and the pod watch
-trigger a cycle, writes limited by ``publish_qps``): a change is published as soon as the write
-rate limit allows (at most one write per ``agent_min_gap`` per node); the timer only matters
-when the gap is longer. A node whose pods do not change writes nothing at all, so steady-state
-writes stay far below one per node per hour, and a busy node writes at most once a second.
+trigger a cycle, writes go through a token bucket of ``publish_qps`` and ``publish_burst``): a
+change is published as soon as the bucket has a token (``agent_min_gap`` seconds per token, a
+burst of :data:`BURST`); the timer only matters when that is later. A node whose pods do not
+change writes nothing at all, so steady-state writes stay far below one per node per hour, and a
+busy node writes at most once per gap once its burst is spent.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from collections.abc import Sequence
 CADENCE_PERIODIC = "periodic"
 CADENCE_ADAPTIVE = "adaptive"
 CADENCES = (CADENCE_ADAPTIVE, CADENCE_PERIODIC)
+BURST = 3
+"""Writes the adaptive agent may make back to back (rte run's ``publish_burst`` default)."""
 
 
 class AgentCadence:
-    """Per node: the next publish time, the last write and the last change."""
+    """Per node: the next publish time and the write token bucket."""
 
     def __init__(self, cadence: str, interval: float, min_gap: float, phases: Sequence[float]) -> None:
         self.adaptive = cadence == CADENCE_ADAPTIVE
@@ -30,7 +33,8 @@ class AgentCadence:
         self.min_gap = min_gap
         self.phase = list(phases)
         self.due: list[float | None] = [None] * len(self.phase)
-        self.last_write = [-math.inf] * len(self.phase)
+        self.tokens = [float(BURST)] * len(self.phase)
+        self.refilled = [0.0] * len(self.phase)
 
     def _periodic(self, node: int, now: float) -> float:
         if not self.interval:
@@ -43,7 +47,7 @@ class AgentCadence:
         soon enough already)."""
         at = self._periodic(node, now)
         if self.adaptive:
-            at = min(at, max(now, self.last_write[node] + self.min_gap))
+            at = min(at, now + self.min_gap * max(0.0, 1.0 - self._tokens(node, now)))
         due = self.due[node]
         if due is not None and due <= at:
             return None
@@ -57,5 +61,10 @@ class AgentCadence:
         self.due[node] = None
         return True
 
+    def _tokens(self, node: int, now: float) -> float:
+        tokens = min(float(BURST), self.tokens[node] + (now - self.refilled[node]) / self.min_gap)
+        self.tokens[node], self.refilled[node] = tokens, now
+        return tokens
+
     def wrote(self, node: int, now: float) -> None:
-        self.last_write[node] = now
+        self.tokens[node] = self._tokens(node, now) - 1.0

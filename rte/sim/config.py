@@ -72,7 +72,7 @@ class SimConfig:
     """adaptive: a change on a busy node is published as soon as the write rate allows (rte's
     agent); periodic: only on the agent's timer (the reference agents). See rte.sim.cadence."""
     agent_min_gap: float = _seconds(1.0, above=0.0)
-    """Adaptive cadence: the least time between two writes of one node's agent."""
+    """Adaptive cadence: seconds per write token of one node's agent (1/publish_qps; bursts of 3)."""
     publish_delay: float = _seconds(0.2)
     """From the agent reading the kubelet to its write reaching the apiserver."""
     fingerprint_method: FingerprintMethod = field(
