@@ -332,3 +332,18 @@ def test_the_property_catches_a_cache_that_charges_only_the_zone_predicted_on_it
         except AssertionError:
             failures += 1
     assert failures > 0
+
+
+def test_after_a_takeover_a_node_is_trusted_again_once_a_resync_finds_its_nrt_s_pod_set() -> None:
+    p1 = running(pod("p1", 2))
+    store = NRTStore()
+    store.replace_all([nrt((2, 4), counted=[p1])])
+    cache = OverReserveCache(store, CacheConfig(startup_grace=60.0))
+    cache.on_pod_event(ADDED, p1)
+    assert not cache.get("n1").fresh  # started: unverified until a resync
+    cache.resync([p1])
+    assert cpus(cache) == (2, 4)  # the NRT names the pod set the informer shows
+    cache.restart_startup_grace()  # a new leader: what did the previous one place?
+    assert not cache.get("n1").fresh
+    cache.resync([p1])
+    assert cache.get("n1").fresh and cpus(cache) == (2, 4)

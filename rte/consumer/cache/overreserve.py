@@ -270,6 +270,8 @@ class OverReserveCache:
                     names = self._store.resource_names(node)
                     reconcile.sync_pods(node, st, on_node, known, names, now, self._config)
                     self._current(node, now)  # retry the match
+                    if st.revision == revision and (st.foreign or self._blocked_at_startup(st, now)):
+                        reconcile.try_history(st, topology, revision, self._config, now)  # verify
                     if st.adoptions != adoptions:
                         flushed.append(node)
                     elif st.revision != revision:
