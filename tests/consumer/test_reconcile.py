@@ -186,9 +186,9 @@ def test_a_pod_bound_by_someone_else_beside_ours_voids_our_prediction() -> None:
     _, cache = cache_with(nrt((4, 4)))
     p1 = pod("p1", 2)
     cache.reserve("n1", p1)
-    cache.on_pod_event(MODIFIED, pod("peer", 1))  # may reach the kubelet first
+    cache.on_pod_event(MODIFIED, pod("peer", 1))  # may reach the kubelet first; charged too
     cache.on_pod_event(MODIFIED, running(p1))
-    assert cpus(cache) == (2, 2)
+    assert cpus(cache) == (1, 1)
 
 
 def test_an_nrt_of_an_unknown_pod_set_is_not_adopted_until_the_pod_events_catch_up() -> None:

@@ -278,10 +278,17 @@ def test_a_pod_that_finished_frees_its_reservation(env: Env) -> None:
     assert _reservations(env, "solo") == []
 
 
-def test_a_pod_first_seen_running_is_not_reserved(env: Env) -> None:
+def test_a_pod_first_seen_running_is_not_reserved_by_the_reference(reference_env: Env) -> None:
+    env = reference_env
     env.service.replace_pods([pod("old", APP, node="solo", phase="Running")])
     assert _reservations(env, "solo") == []
     assert _fits(env, "solo")
+
+
+def test_by_default_a_running_pod_the_nrt_does_not_account_for_is_charged(env: Env) -> None:
+    env.service.replace_pods([pod("old", APP, node="solo", phase="Running")])
+    assert _reservations(env, "solo") == ["default/old"]  # solo's NRT fingerprints no pod
+    assert not _fits(env, "solo")
 
 
 def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(reference_env: Env) -> None:

@@ -44,6 +44,8 @@ class NodeState:
     """Reconcile.HISTORY: the node's recent pod sets and their fingerprints."""
     live: dict[PodKey, Pod] = field(default_factory=dict)
     """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
+    accounted: frozenset[PodKey] = frozenset()
+    """Reconcile.HISTORY: the pods the adopted NRT accounts for (its fingerprinted set)."""
     tried: tuple[int, int] = (0, 0)
     """(store revision, log version) of the last match attempt: retry only when one changes."""
     adoptions: int = 0

@@ -309,7 +309,7 @@ class OverReserveCache:
         st = self._current(node, now)
         if st is None:
             st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
-        if reconcile.track(st, event_type, pod, self._config, self._store.resource_names(node)):
+        if reconcile.track(st, event_type, pod, self._config, self._store.resource_names(node), now):
             self._current(node, now)  # the NRT waiting for a match may describe this pod set
 
     def _config_changed(self, st: NodeState, topology: NodeTopology, revision: int) -> bool:

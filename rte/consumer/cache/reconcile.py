@@ -18,10 +18,12 @@ a pod its accounting has not charged (:mod:`rte.agent.podset`). Since then, the 
 ``z`` changed only by pods admitted after the agent read it, all outside ``S`` (each takes at
 most its request from ``z``), and by pods that ended (each gives back what it held). Every pod
 outside ``S`` that can hold resources on the node now is either placed by us (it has a
-reservation since Reserve) or bound and seen by the pod informer (``live``: it got a
-reservation at adoption, or is foreign and makes the node not fresh until the next adoption).
-So ``T(z) >= A(z) - sum(requests of reserved pods)``, and that is what the cache serves (each
-reservation taken from every zone: the kubelet may put it on any). Releasing a reservation is
+reservation since Reserve) or bound and seen by the pod informer: it got a reservation at
+adoption if it was known then, or when the cache first saw it (:func:`track`: a pod new to the
+cache cannot be in ``S``). So ``T(z) >= A(z) - sum(requests of reserved pods)``, and that is
+what the cache serves (each reservation taken from every zone the kubelet may have put it on:
+every zone, or for an admitted pod placed alone the zones :mod:`rte.consumer.cache.predict`
+names). Releasing a reservation is
 safe when the pod joins an adopted ``S`` (the NRT now charges it) or when it is deleted or
 terminal (the kubelet gives its resources back; a pod of ``S`` deleted later is still charged by
 the NRT, which errs on the safe side). The argument needs only the fingerprint, so it holds for
@@ -68,7 +70,9 @@ from rte.model.pod import Pod, PodKey
 from rte.model.topology import NodeTopology
 
 
-def track(st: NodeState, event_type: str, pod: Pod, config: CacheConfig, names: Iterable[str]) -> bool:
+def track(
+    st: NodeState, event_type: str, pod: Pod, config: CacheConfig, names: Iterable[str], now: float = 0.0
+) -> bool:
     """Feed one pod event of the node ``st`` describes; True when its pod set changed.
 
     A deleted or terminal pod gives its resources back: its reservation goes.
@@ -86,8 +90,13 @@ def track(st: NodeState, event_type: str, pod: Pod, config: CacheConfig, names: 
             del st.reservations[key]
             st.invalidate()
     else:
-        if key not in st.reservations and not counted and key not in st.live:
-            spread_in_flight(st)  # bound by someone else, on its way beside ours
+        if key not in st.reservations and key not in st.live:
+            if not counted:
+                spread_in_flight(st)  # bound by someone else, on its way beside ours
+            if st.topology is not None and key not in st.accounted:
+                # New to the cache, so not among the pods the adopted NRT accounts for.
+                st.reservations[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
+                st.invalidate()
         st.live[key] = pod
     return changed
 
@@ -153,6 +162,7 @@ def adopt(
         if key not in accounted and key not in kept:
             kept[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
     st.reservations = kept
+    st.accounted = frozenset(accounted)
     st.topology = topology
     st.revision = st.checked_revision = revision
     st.last_flush = now
@@ -244,7 +254,7 @@ def sync_pods(
     for pod in on_node:
         seen.add(pod.key)
         if st.live.get(pod.key) is not pod:
-            track(st, MODIFIED, pod, config, names)
+            track(st, MODIFIED, pod, config, names, now)
     for key in [k for k in st.log.members.keys() | st.live.keys() if k not in seen]:
         forget(st, key)
     prune_absent(node, st, known, now, config)
