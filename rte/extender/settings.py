@@ -46,6 +46,7 @@ from rte.consumer.cache.config import (
     ForeignPodsDetect,
     LoadAwareConfig,
     LoadMode,
+    Reconcile,
     ResyncMethod,
     ResyncScope,
     StaleAction,
@@ -163,6 +164,10 @@ class ExtenderOptions:
     """A node with no agent Lease at all counts as stale."""
     resync_scope: ResyncScope = field(default=ResyncScope.ALL, metadata=_enum(ResyncScope))
     """OnlyResources: a Topology Manager change alone does not flush a node's cached data."""
+    cache_reconcile: Reconcile = field(default=Reconcile.HISTORY, metadata=_enum(Reconcile))
+    """History: adopt every NRT whose fingerprint matches a recent pod set of the node, keeping
+    the reservations of pods it lacks; ExactMatch: only on a match with the current set at a
+    resync of a node marked dirty (the reference plugin)."""
     dirty_after_failures: int = field(default=1, metadata=setting(INT, minimum=1))
     """Filter failures in a row before a node's fingerprint is checked (1: the reference)."""
     absent_pod_grace: float = field(default=30.0, metadata=setting(DURATION, bare_seconds=True))
@@ -313,6 +318,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         heartbeat_max_age=options.heartbeat_max_age or None,
         stale_action=options.stale_action,
         resync_scope=options.resync_scope,
+        reconcile=options.cache_reconcile,
         dirty_after_failures=options.dirty_after_failures,
         absent_pod_grace=options.absent_pod_grace,
         follow_clean_nodes=options.follow_clean_nodes,

@@ -74,6 +74,11 @@ def _digest(hashes: list[int]) -> str:
     return PREFIX + FORMAT_VERSION + xxhash.xxh64_hexdigest(struct.pack(f"<{len(hashes)}Q", *hashes))
 
 
+def from_hashes(hashes: Iterable[int]) -> str:
+    """The fingerprint of the pods whose :func:`pod_hash` values are ``hashes``, in any order."""
+    return _digest(list(hashes))
+
+
 def compute(pods: Iterable[tuple[str, str]]) -> str:
     """The fingerprint of an iterable of ``(namespace, name)`` pairs, in any order."""
     return _digest([pod_hash(ns, name) for ns, name in pods])

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
+from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings, Reconcile
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
 from rte.model.exclusive import is_exclusive
-from rte.model.pod import Pod
+from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.vocabulary import InformerMode
 from rte.sim.agent import SimAgent
-from rte.sim.config import CACHE_DISCARD, CACHE_RESERVE, SimConfig
+from rte.sim.config import CACHE_DISCARD, CACHE_REFERENCE, CACHE_RESERVE, SimConfig
 from rte.sim.hardware import NodeHardware, build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import parse_node_shapes, split_counts
@@ -63,16 +63,33 @@ def build_nodes(config: SimConfig) -> Nodes:
 
 
 def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) -> tuple[NRTCache, CacheMode]:
-    """The scheduler's cache in the configured mode (none = Passthrough)."""
-    mode = {CACHE_RESERVE: CacheMode.OVER_RESERVE, CACHE_DISCARD: CacheMode.DISCARD_RESERVED}.get(
-        config.cache, CacheMode.PASSTHROUGH
-    )
+    """The scheduler's cache in the configured mode (none and oracle = Passthrough: the engine
+    puts the oracle in place, as it reads the engine's kubelets)."""
+    modes = {
+        CACHE_RESERVE: CacheMode.OVER_RESERVE,
+        CACHE_REFERENCE: CacheMode.OVER_RESERVE,
+        CACHE_DISCARD: CacheMode.DISCARD_RESERVED,
+    }
+    mode = modes.get(config.cache, CacheMode.PASSTHROUGH)
     cache_config = CacheConfig(
         dirty_after_failures=config.dirty_after_failures,
         follow_clean_nodes=config.follow_clean_nodes,
         informer_mode=config.informer_mode,
+        reconcile=Reconcile.EXACT if config.cache == CACHE_REFERENCE else Reconcile.HISTORY,
     )
     return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode
+
+
+PHASE_FAILED = "Failed"
+
+
+def counted_phases(agent_mode: InformerMode) -> frozenset[str]:
+    """Which phases the scheduler's fingerprint counts (:func:`rte.model.pod.counts_for_fingerprint`):
+    the ground truth of the agreement check uses the same rule, from the simulator's own
+    bookkeeping."""
+    if agent_mode is InformerMode.SHARED:
+        return frozenset({PHASE_RUNNING})
+    return frozenset({PHASE_RUNNING, PHASE_FAILED})
 
 
 def counted_pods(

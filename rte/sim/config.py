@@ -16,13 +16,18 @@ from rte.errors import SettingError
 from rte.model.vocabulary import Compat, FingerprintMethod, InformerMode
 from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
+from rte.sim.cadence import CADENCE_ADAPTIVE, CADENCES
 from rte.sim.kubelet import POLICIES, SCOPES
 from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
 CACHE_NONE = "none"
 CACHE_RESERVE = "reserve"
 CACHE_DISCARD = "discard"
-CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_DISCARD)
+CACHE_REFERENCE = "reference-reserve"
+"""The reserve cache as the reference plugin reconciles: only on an exact fingerprint match."""
+CACHE_ORACLE = "oracle"
+"""A scheduler that reads every kubelet's exact state (:mod:`rte.sim.oracle`): the lower bound."""
+CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_ORACLE)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
@@ -64,6 +69,11 @@ class SimConfig:
     # --- node agents ---
     agent_interval: float = _seconds(10.0)
     """Agent update period; 0 publishes on every change, at once."""
+    agent_cadence: str = field(default=CADENCE_ADAPTIVE, metadata=setting(CHOICE, choices=CADENCES))
+    """adaptive: a change on a busy node is published as soon as the write rate allows (rte's
+    agent); periodic: only on the agent's timer (the reference agents). See rte.sim.cadence."""
+    agent_min_gap: float = _seconds(1.0, above=0.0)
+    """Adaptive cadence: seconds per write token of one node's agent (1/publish_qps; bursts of 3)."""
     publish_delay: float = _seconds(0.2)
     """From the agent reading the kubelet to its write reaching the apiserver."""
     fingerprint_method: FingerprintMethod = field(
@@ -72,7 +82,9 @@ class SimConfig:
     """Which pods the agents' and the scheduler's fingerprints cover."""
     # --- scheduler ---
     cache: str = field(default=CACHE_NONE, metadata=setting(CHOICE, choices=CACHE_MODES))
-    """none = Passthrough, reserve = OverReserve with fingerprint resync, discard = DiscardReserved."""
+    """none = Passthrough; reserve = the reserve cache reconciling on every NRT (rte's default);
+    reference-reserve = the reserve cache reconciling only on an exact fingerprint match (the
+    reference plugin); discard = DiscardReserved; oracle = the kubelets' exact state."""
     resync_period: float = _seconds(5.0, above=0.0)
     """Reserve cache: time between resync passes."""
     dirty_after_failures: int = field(

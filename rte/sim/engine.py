@@ -1,33 +1,28 @@
 """The discrete-event loop tying the simulated kubelets, agents, scheduler and cache together.
 
 A pod's life: created (Pending, unbound) -> queued -> a scheduling cycle picks a node and
-``reserve``\\ s it in the NRT cache -> bound after ``bind_latency`` (``post_bind``) -> the
-kubelet admits it after ``admit_delay`` (Running; its pending time ends here) -> it runs for its
-sampled duration and is deleted. If the kubelet rejects it (TopologyAffinityError) it turns
-Failed, and ``tae_backoff`` later the controller deletes it and creates a replacement under a new
-name, which queues again; its pending time still counts from the original creation.
+``reserve``\\ s it in the NRT cache -> bound after ``bind_latency`` -> the kubelet admits it
+after ``admit_delay`` (Running; its pending time ends here) -> it runs for its sampled duration
+and is deleted. A pod the kubelet rejects (TopologyAffinityError) turns Failed, and
+``tae_backoff`` later is replaced under a new name; its pending time counts from the original.
 
-Each node's agent runs on its own phase-shifted timer (``agent_interval``) and publishes only
-when its kubelet's state changed (an idle node costs no events); the object reaches the
-scheduler's store ``publish_delay + watch_delay`` later. The reserve cache resyncs every
-``resync_period`` over the pods the API holds. Every NRT that reaches the store and every pod
-deletion or failure is a cluster event that moves unschedulable pods back into the queue; a
-cache flush is not (as in the reference plugin), unless ``requeue_on_flush``.
+Agents publish when their kubelet changed, on the cadence of :mod:`rte.sim.cadence`; an object
+reaches the scheduler's store ``publish_delay + watch_delay`` later. Every pod change reaches
+the cache as a pod informer event. The reserve cache resyncs every ``resync_period``. An NRT
+reaching the store and a pod deletion or failure are cluster events that requeue unschedulable
+pods; a cache flush is not (as in the reference plugin), unless ``requeue_on_flush``. With
+``--cache oracle`` the scheduler reads the kubelets themselves (:mod:`rte.sim.oracle`).
 
-Ground truth kept beside the real code, for the checks:
-
-* each published NRT carries the set of pods the simulator knows the kubelet had admitted (or
-  had failed) when the agent read it; at every resync comparison the simulator compares that set
-  with the pods the node holds now: equal sets must give a fingerprint match and different sets
-  a mismatch (``fingerprint_disagreements`` counts violations);
-* for unschedulable cycles, whether some kubelet could have admitted the pod right now on a node
-  with room node-wide (``unschedulable_with_room``).
+Ground truth kept beside the real code, for the checks: each published NRT carries the set of
+pods the kubelet had admitted (or failed) when the agent read it, and a resync comparison must
+match exactly when that set equals the node's pods now (``fingerprint_disagreements`` counts
+violations); refusals while a kubelet had room are counted with the cache's diagnosis
+(:mod:`rte.sim.room`).
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -37,21 +32,23 @@ from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
 from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
-from rte.consumer.store import ADDED, MODIFIED, NRTStore
+from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import FingerprintMethod, InformerMode
-from rte.sim.cluster import build_cache, build_nodes, counted_pods, exclusivity
-from rte.sim.config import SimConfig
+from rte.model.vocabulary import FingerprintMethod
+from rte.sim.cadence import AgentCadence
+from rte.sim.cluster import PHASE_FAILED, build_cache, build_nodes, counted_phases, counted_pods, exclusivity
+from rte.sim.config import CACHE_ORACLE, SimConfig
+from rte.sim.oracle import OracleCache, exact_topology
 from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
+from rte.sim.room import RoomCheck
 from rte.sim.scheduler import SimScheduler
 from rte.sim.series import Series
 from rte.sim.specs import parse_pod_mix
 from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
 
-PHASE_FAILED = "Failed"
 DEFAULT_HORIZON = 1800.0
 DEFAULT_SAMPLES = 200
 
@@ -86,21 +83,18 @@ class Simulation:
         self.kubelets = nodes.kubelets
         self.agents = nodes.agents
         self.index = {name: i for i, name in enumerate(self.names)}
-        agent_mode = nodes.agent_informer_mode
-        # Which phases the scheduler's fingerprint counts (rte.model.pod.counts_for_fingerprint):
-        # the ground truth of the agreement check uses the same rule, from the simulator's own
-        # bookkeeping.
-        self.counted_phases = (
-            frozenset({PHASE_RUNNING})
-            if agent_mode is InformerMode.SHARED
-            else frozenset({PHASE_RUNNING, PHASE_FAILED})
-        )
+        self.counted_phases = counted_phases(nodes.agent_informer_mode)
         only = config.fingerprint_method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
         self.exclusive = [exclusivity(hw.node_allocatable) if only else None for hw in self.hardware]
 
         self.store = NRTStore()
         self.cache, mode = build_cache(config, self.store, self._clock)
         self.reserve_mode = mode is CacheMode.OVER_RESERVE
+        self.oracle: OracleCache | None = None
+        if config.cache == CACHE_ORACLE:
+            self.cache = self.oracle = OracleCache(self, self.cache.config)
+        self.inflight: list[dict[Key, Pod]] = [{} for _ in self.names]
+        """Per node, the pods placed there and not yet through admission, in placement order."""
 
         self.templates = [template_pod(shape, DEFAULT_PROFILE) for _, shape in mix]
         total_cpus = sum(hw.node_allocatable["cpu"] for hw in self.hardware)
@@ -126,17 +120,23 @@ class Simulation:
         """Every pod the API holds (what the scheduler's pod informer lists)."""
         self.bound: list[dict[Key, Pod]] = [{} for _ in self.names]
         self.store_truth: list[frozenset[Key]] = [frozenset() for _ in self.names]
-        phases = stream(config.seed, "agent-phases")
-        interval = config.agent_interval
-        self.agent_phase = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
-        self.agent_pending = [False] * len(self.names)
+        phases, interval = stream(config.seed, "agent-phases"), config.agent_interval
+        offsets = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
+        self.cadence = AgentCadence(config.agent_cadence, interval, config.agent_min_gap, offsets)
         self.pending_times: list[float] = []
         self.shape_names = [shape.text for _, shape in mix]
         self.pending_by_shape: list[list[float]] = [[] for _ in mix]
         self.sampled = Series()
         self.running = 0
-        self._truth_dirty: list[set[int]] = [set(range(len(self.names))) for _ in self.templates]
-        self._truth_fit: list[set[int]] = [set() for _ in self.templates]
+        self.room = RoomCheck(
+            self.names,
+            self.kubelets,
+            self.hardware,
+            self.inflight,
+            self.templates,
+            self.scheduler.node_fits,
+            getattr(self.cache, "diagnose", None),
+        )
 
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = 0
@@ -145,18 +145,9 @@ class Simulation:
         self._busy_until = 0.0
         self._stop = False
         self._handlers: list[Callable[[int, Any], None]] = [
-            self._arrive,
-            self._tick,
-            self._bind,
-            self._admit,
-            self._depart,
-            self._recreate,
-            self._agent_tick,
-            self._deliver,
-            self._resync,
-            self._leftover,
-            self._sample,
-        ]
+            self._arrive, self._tick, self._bind, self._admit, self._depart, self._recreate,
+            self._agent_tick, self._deliver, self._resync, self._leftover, self._sample,
+        ]  # fmt: skip
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -197,6 +188,11 @@ class Simulation:
         wall = time.perf_counter() - started
         counters.filter_evaluations = self.scheduler.evaluations
         counters.accounting_findings = sum(a.findings for a in self.agents)
+        counters.refused_with_room = dict(sorted(self.room.diagnoses.items()))
+        if self.reserve_mode:
+            nodes = self.cache.state_dump(self.now)["nodes"].values()
+            counters.nrt_adoptions = sum(n.get("adoptions", 0) for n in nodes)
+            counters.nrt_unmatched = sum(n.get("historyMismatches", 0) for n in nodes)
         return SimResult(
             config=self.cfg.to_dict(),
             counters=counters,
@@ -253,32 +249,31 @@ class Simulation:
         node = self.scheduler.decide(shape)
         if node is None:
             self.counters.unschedulable_attempts += 1
-            if self._room_somewhere(shape):
+            if self.room.refused(shape):
                 self.counters.unschedulable_with_room += 1
             self.queue.failed(pid, self.now)
             self.sampled.rose(refused=self.queue.refused)
             return
         self.queue.done(pid)
         sp.node = node
+        self.inflight[node][sp.pod.key] = sp.pod
+        self.room.changed(node)
         self.cache.reserve(self.names[node], sp.pod)
         self.scheduler.assume(node, shape)
         self._push(self.now + self.cfg.bind_latency, BIND, pid)
 
-    def _room_somewhere(self, shape: int) -> bool:
-        fit, dirty = self._truth_fit[shape], self._truth_dirty[shape]
-        template = self.templates[shape]
-        for n in sorted(dirty):
-            if self.kubelets[n].could_admit(template):
-                fit.add(n)
-            else:
-                fit.discard(n)
-        dirty.clear()
-        return any(self.scheduler.node_fits(n, shape) for n in sorted(fit))
-
     def _kubelet_changed(self, node: int) -> None:
-        for dirty in self._truth_dirty:
-            dirty.add(node)
+        self.room.changed(node)
+        if self.oracle is not None:
+            self.oracle.invalidate(self.names[node])
+            self.scheduler.node_changed(node)
         self._agent_changed(node)
+
+    def exact_topology(self, node: str) -> NodeTopology | None:
+        n = self.index[node]
+        return exact_topology(
+            node, self.kubelets[n], self.hardware[n], self.inflight[n], self.bound[n], self.cfg
+        )
 
     # --- pod life ----------------------------------------------------------------------------
 
@@ -287,6 +282,8 @@ class Simulation:
         self.api[pod.key] = pod
         if pod.node_name:
             self.bound[sp.node][pod.key] = pod
+            self.cache.on_pod_event(MODIFIED, pod)  # the scheduler's pod informer
+            self.scheduler.node_changed(sp.node)  # the cache may have adopted an NRT
 
     def _arrive(self, pid: int, _: Any) -> None:
         arrival = self.arrivals[pid]
@@ -310,6 +307,11 @@ class Simulation:
     def _admit(self, pid: int, _: Any) -> None:
         sp = self.pods[pid]
         node = sp.node
+        del self.inflight[node][sp.pod.key]
+        self.room.changed(node)
+        if self.oracle is not None:
+            self.oracle.invalidate(self.names[node])
+            self.scheduler.node_changed(node)
         if self.kubelets[node].admit(sp.pod) is not None:
             self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
             waited = self.now - sp.arrival.time
@@ -336,6 +338,8 @@ class Simulation:
         key = sp.pod.key
         del self.api[key]
         del self.bound[sp.node][key]
+        self.cache.on_pod_event(DELETED, sp.pod)
+        self.scheduler.node_changed(sp.node)
         self._agent_changed(sp.node)
 
     def _recreate(self, pid: int, _: Any) -> None:
@@ -363,27 +367,22 @@ class Simulation:
     # --- node agents -------------------------------------------------------------------------
 
     def _agent_changed(self, node: int) -> None:
-        if self.agent_pending[node]:
-            return
-        self.agent_pending[node] = True
-        interval = self.cfg.agent_interval
-        if not interval:
-            self._push(self.now, AGENT_TICK, node)
-            return
-        phase = self.agent_phase[node]
-        ticks = math.ceil((self.now - phase) / interval)
-        self._push(phase + max(ticks, 0) * interval, AGENT_TICK, node)
+        at = self.cadence.changed(node, self.now)
+        if at is not None:
+            self._push(at, AGENT_TICK, node, at)
 
     def _truth(self, node: int) -> frozenset[Key]:
         return counted_pods(self.bound[node], self.counted_phases, self.exclusive[node])
 
-    def _agent_tick(self, node: int, _: Any) -> None:
-        self.agent_pending[node] = False
+    def _agent_tick(self, node: int, at: float) -> None:
+        if not self.cadence.fire(node, at):
+            return
         out = self.agents[node].publish(self.bound[node])
         if out is None:
             self.counters.nrt_skipped += 1
             return
         self.counters.nrt_writes += 1
+        self.cadence.wrote(node, self.now)
         delay = self.cfg.publish_delay + self.cfg.watch_delay
         self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node)))
 

@@ -47,6 +47,13 @@ class Counters:
     fingerprint_disagreements: int = 0
     """Checks where the fingerprint verdict contradicts the simulator's ground truth (the NRT's
     pod set equal to the scheduler's, yet a mismatch; or different, yet a match). Must be 0."""
+    nrt_adoptions: int = 0
+    """Reserve cache, history reconciliation: NRTs adopted on a match with a recent pod set."""
+    nrt_unmatched: int = 0
+    """The same: NRTs whose fingerprint matched none of the node's recent pod sets when tried."""
+    refused_with_room: dict[str, int] = field(default_factory=dict)
+    """For unschedulable attempts with room somewhere: per cache diagnosis
+    (:mod:`rte.consumer.cache.diagnosis`), how many nodes with room were refused for it."""
     accounting_findings: int = 0
     filter_evaluations: int = 0
     events: int = 0
@@ -87,7 +94,7 @@ class SimResult:
             "config": self.config,
             "rate": self.rate,
             "sim_time": self.sim_time,
-            "counters": dict(vars(self.counters)),
+            "counters": {k: dict(v) if isinstance(v, dict) else v for k, v in vars(self.counters).items()},
             "still_pending": self.still_pending,
             "pending_seconds": self.pending_summary(),
             "pending_seconds_by_shape": {
@@ -136,7 +143,9 @@ class SimResult:
                 f"{c.scheduling_attempts} (unschedulable: {c.unschedulable_attempts},"
                 f" with room on some node: {c.unschedulable_with_room})",
             ),
+            ("refused with room, why", ", ".join(f"{k} {v}" for k, v in c.refused_with_room.items()) or "-"),
             ("NRT writes", f"{c.nrt_writes} (unchanged, skipped: {c.nrt_skipped})"),
+            ("NRTs adopted (history)", f"{c.nrt_adoptions} (matching no recent pod set: {c.nrt_unmatched})"),
             ("resync passes", f"{c.resync_passes} (nodes checked: {c.resync_checks}, flushed: {c.flushes})"),
             (
                 "fingerprints",

@@ -18,11 +18,12 @@ serves, fewer one by one on the scalar path (see :data:`KERNEL_MIN_NODES`); both
 answers. With ``verify`` every cycle also recomputes every node from
 scratch on the scalar path and raises if the memo differs (tests use it).
 
-**The reserve cache's marks.** The real plugin reports every NUMA filter failure to the cache
-(``mark_maybe_over_reserved``) and, in rte, every success (``note_filter_success``, which ends
-a failure streak). Replaying thousands of unchanged verdicts per cycle would dominate the run,
-so the simulator mirrors the only state those calls change that matters (the streak and the
-dirty mark, which only a flush clears) and makes the calls that change it.
+**One cycle with the extender.** Each node is evaluated by the consumer's own cycle steps
+(:func:`rte.consumer.cycle.filter_one`, :func:`~rte.consumer.cycle.score_one`) and verdicts
+reach the cache through :func:`~rte.consumer.cycle.record_verdict`, as in the extender.
+Replaying thousands of unchanged verdicts per cycle would dominate the run, so the simulator
+mirrors the only state those calls change that matters (the streak and the dirty mark, which
+only a flush clears) and replays only the verdicts that change it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ import random
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 
-from rte.consumer.cache.interface import NRTCache
-from rte.consumer.filter import filter_node
+from rte.consumer.cache.interface import Lookup, NRTCache
+from rte.consumer.cycle import filter_one, record_outcome, score_one
 from rte.consumer.kernel.decide import decide
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.requests import PreparedPod
-from rte.consumer.score import ScoringStrategy, score_node
+from rte.consumer.score import Scorer, ScoringStrategy
 from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount
 
@@ -120,6 +121,10 @@ class SimScheduler:
         self._streak = [0] * len(self.names)
         self._streaking: set[int] = set()
         self._marked: set[int] = set()
+        self._lookups: list[dict[int, tuple[bool, str, Lookup]]] = [{} for _ in self.shapes]
+        """The last verdict (fits, reason) and lookup per (shape, node), replayed to the cache's
+        bookkeeping."""
+        self.scorers = [Scorer(p, strategy) for p in self.shapes]
         self.evaluations = 0
         """Filter (and Score) evaluations actually computed."""
         self.table = NodeTable(capacity=len(self.names))
@@ -167,12 +172,12 @@ class SimScheduler:
         if not self.node_fits(node, shape):
             return -1
         prep = self.shapes[shape]
-        lookup = self.cache.get(self.names[node])
         self.evaluations += 1
-        verdict = filter_node(prep, lookup.view, self.allocatable_names[node], fresh=lookup.fresh)
+        verdict, lookup = filter_one(prep, self.names[node], self.cache, self.allocatable_names[node])
+        self._lookups[shape][node] = (verdict.fits, verdict.reason, lookup)
         if not verdict.fits:
             return None
-        return score_node(prep, lookup.view, self.strategy, fresh=lookup.fresh)
+        return score_one(prep, lookup, self.scorers[shape], self.cache.config.load)
 
     def _refresh(self, shape: int) -> None:
         dirty = self._dirty[shape]
@@ -199,30 +204,37 @@ class SimScheduler:
         if not nodes:
             return
         table, tokens = self.table, self.table.tokens
+        lookups: list[Lookup] = []
         for node in nodes:
-            view, fresh = self.cache.get(self.names[node])
-            if tokens[node][0] is not view or tokens[node][1] != fresh:
-                table.put(node, view, fresh, self.allocatable_names[node])
+            lookup = self.cache.get(self.names[node], self.shapes[shape].pod)
+            lookups.append(lookup)
+            if tokens[node][0] is not lookup.view or tokens[node][1] != lookup.fresh:
+                table.put(node, lookup.view, lookup.fresh, self.allocatable_names[node])
         self.evaluations += len(nodes)
         verdicts = decide(self.shapes[shape], table, nodes, self.strategy)
         assert verdicts.scores is not None
         feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
-        for node, fits, score in zip(nodes, verdicts.fits.tolist(), verdicts.scores.tolist(), strict=True):
+        memo = self._lookups[shape]
+        for node, lookup, fits, reason, score in zip(
+            nodes, lookups, verdicts.fits.tolist(), verdicts.reasons(), verdicts.scores.tolist(), strict=True
+        ):
+            memo[node] = (fits, reason, lookup)
             if fits:
                 feasible.add(node, score)
             else:
                 numa_fail.add(node)
 
     def _report_marks(self, shape: int) -> None:
+        lookups = self._lookups[shape]
         for node in sorted(self._numa_fail[shape] - self._marked):
-            self.cache.mark_maybe_over_reserved(self.names[node])
+            record_outcome(self.cache, self.names[node], *lookups[node])
             self._streak[node] += 1
             self._streaking.add(node)
             if self._streak[node] >= self.dirty_after:
                 self._marked.add(node)
         feasible = self._feasible[shape]
         for node in sorted(n for n in self._streaking if n in feasible):
-            self.cache.note_filter_success(self.names[node])
+            record_outcome(self.cache, self.names[node], *lookups[node])
             self._streak[node] = 0
             self._streaking.discard(node)
 

@@ -17,7 +17,7 @@ from rte.sim.result import SimResult
 from rte.sim.specs import parse_burst
 
 DEFAULT_INTERVALS = (1.0, 10.0, 60.0)
-DEFAULT_CACHES = ("none", "reserve")
+DEFAULT_CACHES = ("none", "reference-reserve", "reserve", "oracle")
 DEFAULT_NODES = (100, 1000)
 
 

@@ -11,6 +11,7 @@ from rte.consumer.cache.config import (
     ForeignPodsDetect,
     LoadAwareConfig,
     LoadMode,
+    Reconcile,
     ResyncMethod,
     ResyncScope,
     StaleAction,
@@ -108,6 +109,9 @@ def setup(
     store = NRTStore()
     store.replace_all(topologies)
     clock = clock or FakeClock()
+    # These tests pin the reference plugin's reconciliation (an exact match at resync);
+    # tests/consumer/test_reconcile.py covers rte's default.
+    config.setdefault("reconcile", Reconcile.EXACT)
     return store, OverReserveCache(store, CacheConfig(**config), clock), clock  # type: ignore[arg-type]
 
 

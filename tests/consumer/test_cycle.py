@@ -8,9 +8,10 @@ streak, distrusted nodes say why, and the load-aware score mode scales the score
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from rte.consumer.api import evaluate_through_cache
-from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode
+from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode, Reconcile
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cache.passthrough import PassthroughCache
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
@@ -61,6 +62,7 @@ def nrt(
 def over_reserve(*topologies: NodeTopology, **config: object) -> tuple[NRTStore, OverReserveCache]:
     store = NRTStore()
     store.replace_all(topologies)
+    config.setdefault("reconcile", Reconcile.EXACT)  # the reference's marks and resync
     return store, OverReserveCache(store, CacheConfig(**config))  # type: ignore[arg-type]
 
 
@@ -82,6 +84,16 @@ def test_a_failure_caused_by_our_reservations_is_marked_and_a_matching_resync_cl
     [decision] = evaluate_through_cache(incoming, ["n1"], cache, "MostAllocated")
     assert (decision.fits, decision.reason) == (True, "fits NUMA zone 1")
     assert decision.score == 25  # zone 1: cpu 2/4 -> 50, memory 1Gi/64Gi -> 1 => (50 + 1) // 2
+
+
+def test_by_default_an_admitted_pod_placed_alone_takes_only_the_zones_the_kubelet_may_use() -> None:
+    _, cache = over_reserve(nrt("n1", cpus=(4, 4)), reconcile=Reconcile.HISTORY)
+    placed = pod("p1", cpu=3, node="n1")
+    cache.reserve("n1", placed)
+    cache.on_pod_event("MODIFIED", replace(placed, phase="Running"))  # the kubelet put it on zone 0
+    [decision] = evaluate_through_cache(pod("p2", cpu=2), ["n1"], cache)
+    assert (decision.fits, decision.reason) == (True, "fits NUMA zone 1")
+    assert cache.state_dump()["nodes"]["n1"]["zones"]["node-1"]["availableAfterReservations"]["cpu"] == "4"
 
 
 def test_a_success_resets_the_failure_streak() -> None:

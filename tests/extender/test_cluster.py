@@ -32,6 +32,7 @@ def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[Extend
         cache_resync_period="3600",  # OverReserve; the test triggers resyncs itself
         scheduler_profiles=[PROFILE],
         foreign_pods_detect="OnlyExclusiveResources",
+        cache_reconcile="ExactMatch",  # these tests pin the reference's reconciliation
         heartbeat_max_age="30",
         listen="127.0.0.1:0",
         kubeconfig=str(fake_kubeconfig),

@@ -78,6 +78,12 @@ def env() -> Iterator[Env]:
     yield from _env()
 
 
+@pytest.fixture
+def reference_env() -> Iterator[Env]:
+    """The reference plugin's reconciliation: an exact fingerprint match at resync."""
+    yield from _env(cache_reconcile="ExactMatch")
+
+
 def names_args(p: dict[str, object], *names: str) -> dict[str, object]:
     return {"Pod": p, "Nodes": None, "NodeNames": list(names)}
 
@@ -284,13 +290,21 @@ def test_a_pod_that_finished_frees_its_reservation(env: Env) -> None:
     assert _reservations(env, "solo") == []
 
 
-def test_a_pod_first_seen_running_is_not_reserved(env: Env) -> None:
+def test_a_pod_first_seen_running_is_not_reserved_by_the_reference(reference_env: Env) -> None:
+    env = reference_env
     env.service.replace_pods([pod("old", APP, node="solo", phase="Running")])
     assert _reservations(env, "solo") == []
     assert _fits(env, "solo")
 
 
-def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(env: Env) -> None:
+def test_by_default_a_running_pod_the_nrt_does_not_account_for_is_charged(env: Env) -> None:
+    env.service.replace_pods([pod("old", APP, node="solo", phase="Running")])
+    assert _reservations(env, "solo") == ["default/old"]  # solo's NRT fingerprints no pod
+    assert not _fits(env, "solo")
+
+
+def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
     assert not _fits(env, "solo")
     _, state = env.client.get("/state?node=solo")
@@ -311,7 +325,8 @@ def test_a_failed_filter_marks_the_node_and_a_matching_fingerprint_flushes_it(en
     assert state["requests"]["resyncs"] == 1
 
 
-def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(env: Env) -> None:
+def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
     env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
     assert not _fits(env, "solo")
@@ -324,7 +339,10 @@ def test_a_mismatching_fingerprint_keeps_the_reservation_and_the_mark(env: Env) 
     assert solo["lastCompare"]["result"] == "mismatch"
 
 
-def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_matches(env: Env) -> None:
+def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_matches(
+    reference_env: Env,
+) -> None:
+    env = reference_env
     env.service.on_pod_event(
         ADDED, pod("sneaky", {"cpu": 1}, node="solo", phase="Running", scheduler="default-scheduler")
     )
@@ -338,6 +356,27 @@ def test_a_pod_of_another_scheduler_makes_the_node_unusable_until_a_resync_match
     assert env.service.resync().flushed == ("solo",)
     _, result = env.client.post("filter", names_args(pod("small", {"cpu": 2, "memory": GI}), "solo"))
     assert result["NodeNames"] == ["solo"]
+
+
+def test_by_default_a_newer_nrt_of_an_older_pod_set_is_adopted_and_state_says_why_a_node_is_refused(
+    env: Env,
+) -> None:
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Pending"))
+    assert not _fits(env, "solo")  # "first" holds the zone's 4 CPUs
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert solo["diagnosis"] == "reserved-on-every-zone"
+    # The agent published "first" running while our pod watch still has it Pending: an NRT of a
+    # pod set we do not know yet is not adopted...
+    env.store.apply_object(MODIFIED, nrt("solo", [{"cpu": 0, "memory": 0}], pods=[("default", "first")]))
+    _, state = env.client.get("/state?node=solo")
+    assert state["cache"]["nodes"]["solo"]["diagnosis"] == "fingerprint-mismatch"
+    # ... until the pod event arrives: adopted at once, no resync, and nothing counted twice.
+    env.service.on_pod_event(MODIFIED, pod("first", APP, node="solo", phase="Running"))
+    _, state = env.client.get("/state?node=solo")
+    solo = state["cache"]["nodes"]["solo"]
+    assert (solo["reservations"], solo["adoptions"], solo["diagnosis"]) == ([], 2, "waiting-for-agent")
+    assert solo["cachedRevision"] == solo["storeRevision"]
 
 
 def test_state_dump_covers_every_node_or_one(env: Env) -> None:
@@ -479,7 +518,8 @@ def test_readiness_and_the_number_of_nodes_are_read_at_scrape_time() -> None:
         assert sample(scrape(env), "rte_extender_ready") == 1
 
 
-def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(env: Env) -> None:
+def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(reference_env: Env) -> None:
+    env = reference_env
     env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
     env.service.on_pod_event(ADDED, pod("second", APP, node="solo", phase="Pending"))
     _, result = env.client.post("filter", names_args(pod("app", APP), "solo"))

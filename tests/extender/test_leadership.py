@@ -136,13 +136,14 @@ def test_a_new_leader_trusts_a_node_only_once_a_fingerprint_confirms_what_the_ol
         "noderesourcetopologies",
         nrt("solo", [{"cpu": 4, "memory": 8 * GI}, {"cpu": 4, "memory": 8 * GI}], pods=[]),
     )
-    old = start("old", startup_grace=f"{grace}s")
+    # The reference's reconciliation; by default the pod would be charged, unconfirmed, at once.
+    old = start("old", startup_grace=f"{grace}s", cache_reconcile="ExactMatch")
     wait_for(lambda: serving(old), 15, "the first leader")
     # The old leader let a pod through to solo; it was bound and started before the standby
     # came up, and the agent has not published it yet: nothing the standby sees accounts for it.
     core = client.CoreV1Api(kube_api_client)
     core.create_namespaced_pod("default", pod("placed", APP, node="solo", phase="Running"))
-    standby = start("standby", startup_grace=f"{grace}s")
+    standby = start("standby", startup_grace=f"{grace}s", cache_reconcile="ExactMatch")
     wait_for(lambda: standby.service.ready(), 10, "the standby's watches")
     time.sleep(grace + 0.5)  # its own startup grace is over: by itself it would trust solo again
     assert standby.cache.get("solo").fresh

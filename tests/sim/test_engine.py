@@ -53,9 +53,9 @@ def test_without_a_cache_a_slow_agent_lets_the_third_pod_fail_with_a_tae() -> No
     assert c.pods_scheduled == 2
 
 
-def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
+def test_the_reference_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
     none = run_simulation(replace(TINY, cache="none"))
-    reserve = run_simulation(replace(TINY, cache="reserve"))
+    reserve = run_simulation(replace(TINY, cache="reference-reserve", agent_cadence="periodic"))
     c = reserve.counters
     assert c.topology_affinity_errors == 0
     assert c.pods_scheduled == 2  # the third waits for a departure, correctly refused
@@ -64,6 +64,19 @@ def test_the_reserve_cache_avoids_the_tae_by_waiting_for_the_agent() -> None:
     # The price: the second pod waited for an NRT reflecting the first one, then a resync.
     assert reserve.pending_times[-1] > 5.0
     assert none.pending_times[-1] < 1.0
+
+
+def test_the_reserve_cache_adopts_the_first_nrt_showing_the_first_pod_and_places_the_second() -> None:
+    result = run_simulation(replace(TINY, cache="reserve"))
+    c = result.counters
+    # The second pod is refused while the first is on its way (it may take either zone); rte's
+    # agent publishes the first pod's admission within a second, the cache adopts that NRT at
+    # once, and the second pod is placed. The third is refused: no zone has 2 CPUs left.
+    assert c.topology_affinity_errors == 0
+    assert c.pods_scheduled == 2
+    assert result.pending_times[-1] < 3.0
+    assert c.nrt_adoptions >= 1 and c.nrt_unmatched == 0
+    assert set(c.refused_with_room) == {"reserved-on-every-zone"}
 
 
 def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
@@ -77,8 +90,9 @@ def test_discard_reserved_blocks_a_node_while_a_pod_is_being_bound() -> None:
 
 
 def test_a_flush_is_not_a_requeue_event_unless_asked() -> None:
-    reference = run_simulation(replace(TINY, cache="reserve"))
-    eager = run_simulation(replace(TINY, cache="reserve", requeue_on_flush=True))
+    tiny = replace(TINY, cache="reference-reserve", agent_cadence="periodic")
+    reference = run_simulation(tiny)
+    eager = run_simulation(replace(tiny, requeue_on_flush=True))
     # Quiet node: after the flush nothing else happens, so the refused pod waits for the
     # scheduler's 5-minute leftover flush, unless the flush itself requeues it.
     assert reference.pending_times[-1] > 300.0
@@ -128,8 +142,8 @@ def test_memoised_decisions_match_full_recomputation(cache: str, variant: dict[s
     assert c.pods_scheduled + result.still_pending == config.pods
 
 
-def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
-    result = run_simulation(replace(SMALL, cache="reserve"))
+def test_the_reference_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
+    result = run_simulation(replace(SMALL, cache="reference-reserve"))
     c = result.counters
     assert c.resync_passes > 0 and c.fingerprint_matches > 0 and c.flushes == c.fingerprint_matches
     assert c.fingerprint_disagreements == 0
@@ -137,8 +151,9 @@ def test_the_reserve_cache_resyncs_with_agreeing_fingerprints() -> None:
 
 
 def test_nrt_writes_count_only_changed_objects() -> None:
-    slow = run_simulation(replace(SMALL, agent_interval=60.0)).counters
-    fast = run_simulation(replace(SMALL, agent_interval=1.0)).counters
+    periodic = replace(SMALL, agent_cadence="periodic")
+    slow = run_simulation(replace(periodic, agent_interval=60.0)).counters
+    fast = run_simulation(replace(periodic, agent_interval=1.0)).counters
     assert 0 < slow.nrt_writes < fast.nrt_writes
     assert slow.nrt_writes == slow.store_updates  # every write changed something the store sees
 
@@ -166,3 +181,12 @@ def test_an_event_moves_unschedulable_pods_to_active_or_backoff() -> None:
     assert q.pop(0.5) is None  # both still in their 1 s backoff
     assert q.next_backoff_expiry() == 1.0
     assert q.pop(1.0) == 1
+
+
+def test_the_oracle_never_causes_a_tae_and_refuses_only_what_no_kubelet_admits() -> None:
+    tiny = run_simulation(replace(TINY, cache="oracle"))
+    assert tiny.counters.topology_affinity_errors == 0
+    assert tiny.counters.pods_scheduled == 2
+    small = run_simulation(replace(SMALL, cache="oracle", verify=True))
+    assert small.counters.topology_affinity_errors == 0
+    assert small.counters.pods_scheduled == SMALL.pods

@@ -43,6 +43,17 @@ class ResyncScope(StrEnum):
     ONLY_RESOURCES = "OnlyResources"
 
 
+class Reconcile(StrEnum):
+    """When the reserve cache adopts a newer NRT of a node it holds reservations on."""
+
+    HISTORY = "History"
+    """On every NRT whose fingerprint matches any recent pod set of the node (rte's default):
+    reservations of pods that set lacks stay (:mod:`rte.consumer.cache.reconcile`)."""
+    EXACT = "ExactMatch"
+    """Only at a resync of a node marked dirty whose NRT matches the node's current pod set (the
+    reference plugin)."""
+
+
 class StaleAction(StrEnum):
     """What a node whose agent heartbeat is too old turns into."""
 
@@ -90,6 +101,9 @@ class CacheConfig:
     resync_method: ResyncMethod = ResyncMethod.AUTODETECT
     informer_mode: InformerMode = InformerMode.DEDICATED
     resync_scope: ResyncScope = ResyncScope.ALL
+    reconcile: Reconcile = Reconcile.HISTORY
+    history_limit: int = 256
+    """Reconcile.HISTORY: pod-set changes remembered per node (older pod sets no longer match)."""
     dirty_after_failures: int = 1
     """Filter failures in a row before a node is resynced: 1 is the reference, more is what the
     reserve-plugin design proposes (kubernetes-sigs/scheduler-plugins
@@ -112,6 +126,8 @@ class CacheConfig:
     load: LoadAwareConfig = field(default_factory=LoadAwareConfig)
 
     def __post_init__(self) -> None:
+        if self.history_limit < 1:
+            raise ConfigError("historyLimit", f"must be at least 1, got {self.history_limit}")
         if self.dirty_after_failures < 1:
             raise ConfigError("dirtyAfterFailures", f"must be at least 1, got {self.dirty_after_failures}")
         for name, value in (("absentPodGrace", self.absent_pod_grace), ("startupGrace", self.startup_grace)):
@@ -170,6 +186,7 @@ def cache_settings_from_plugin_args(
         resync_method=parse_enum(ResyncMethod, cache.get("resyncMethod", "Autodetect"), "cache.resyncMethod"),
         informer_mode=InformerMode.parse(cache.get("informerMode", "Dedicated"), "cache.informerMode"),
         resync_scope=parse_enum(ResyncScope, cache.get("resyncScope", "All"), "cache.resyncScope"),
+        reconcile=parse_enum(Reconcile, cache.get("reconcile", "History"), "cache.reconcile"),
     )
     if discard:
         mode = CacheMode.DISCARD_RESERVED

@@ -1,4 +1,9 @@
-"""The freshness rule every cache mode applies the same way: an agent heartbeat too old."""
+"""The freshness rule every cache mode applies the same way: an agent heartbeat too old.
+
+**Staleness** (off by default): with ``heartbeat_max_age`` set, a node whose agent Lease is older
+is ignored, served as having no NRT, or unschedulable (``stale_action``), like the filter on
+expired node metrics of Koordinator's load-aware scheduling (koordinator-sh/koordinator
+``docs/proposals/scheduling/20220510-load-aware-scheduling.md``): data from a dead agent is no data."""
 
 from __future__ import annotations
 

@@ -7,11 +7,18 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
-from rte.consumer.cache.reservations import Reservation, subtract_from_every_zone, total_request
+from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.reservations import (
+    Reservation,
+    subtract_from_every_zone,
+    subtract_placed,
+    total_request,
+)
 from rte.consumer.cache.resync import Comparison
 from rte.consumer.numaview import NumaView, build_view, subtract_requests
 from rte.consumer.tmconfig import tm_config_from
-from rte.model.quantity import quantity_text
+from rte.model.pod import Pod, PodKey
+from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
 
@@ -33,6 +40,18 @@ class NodeState:
     foreign: int = 0
     unverified: bool = False
     last_compare: Comparison | None = None
+    log: PodLog = field(default_factory=PodLog)
+    """Reconcile.HISTORY: the node's recent pod sets and their fingerprints."""
+    live: dict[PodKey, Pod] = field(default_factory=dict)
+    """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
+    accounted: frozenset[PodKey] = frozenset()
+    """Reconcile.HISTORY: the pods the adopted NRT accounts for (its fingerprinted set)."""
+    tried: tuple[int, int] = (0, 0)
+    """(store revision, log version) of the last match attempt: retry only when one changes."""
+    adoptions: int = 0
+    """NRTs adopted on a fingerprint match with a recent pod set."""
+    mismatches: int = 0
+    """NRTs whose fingerprint matched none of the recent pod sets (when tried)."""
     last_flush: float | None = None
     base_view: NumaView | None = None
     """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
@@ -54,15 +73,28 @@ class NodeState:
             filtered = load.filter_view(self.topology, load_config)
             self.base_view = build_view(filtered, tm_config_from(self.topology))
         if self.view is None:
-            self.view = subtract_requests(self.base_view, [r.request for r in self.reservations.values()])
+            everywhere = [r.request for key, r in self.reservations.items() if not self.narrowed(key, r)]
+            placed = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
+            self.view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
         return self.view
+
+    def narrowed(self, key: PodKey, reservation: Reservation) -> bool:
+        """Whether the reservation is taken from its zones only: it has them, and its pod is
+        admitted (:mod:`rte.consumer.cache.predict`); before that, from every zone."""
+        return reservation.zones is not None and key in self.log.members
 
     def reserved_topology(self) -> NodeTopology:
         """The cached NRT with every reservation taken from every zone (pessimistic)."""
         assert self.topology is not None
         if self.view_topology is None:
-            total = total_request(r.request for r in self.reservations.values())
-            self.view_topology = subtract_from_every_zone(self.topology, total)
+            total = total_request(r.request for k, r in self.reservations.items() if not self.narrowed(k, r))
+            placed: dict[int, dict[str, Amount]] = {}
+            for k, r in self.reservations.items():
+                for numa_id, charge in ((r.zones or {}) if self.narrowed(k, r) else {}).items():
+                    into = placed.setdefault(numa_id, {})
+                    for res, qty in charge.items():
+                        into[res] = into.get(res, 0) + qty
+            self.view_topology = subtract_from_every_zone(self.topology, total, placed)
         return self.view_topology
 
     def dump(self) -> dict[str, Any]:
@@ -86,4 +118,7 @@ class NodeState:
             "foreignPods": self.foreign,
             "lastFlush": self.last_flush,
             "lastCompare": self.last_compare.to_dict() if self.last_compare else None,
+            "adoptions": self.adoptions,
+            "historyMismatches": self.mismatches,
+            "podSetChangesLogged": len(self.log.changes),
         }

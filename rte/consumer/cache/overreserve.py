@@ -1,8 +1,12 @@
-"""The reserve cache ("OverReserve"): pessimistic accounting between NRT updates, fingerprint resync.
+"""The reserve cache ("OverReserve"): accounting between NRT updates, fingerprint reconciliation.
 
 The design of kubernetes-sigs/scheduler-plugins
-``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserve-plugin.md``, with the
-reference plugin's semantics (``pkg/noderesourcetopology/cache/overreserve.go``) and its gaps fixed:
+``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserve-plugin.md``. By default
+(``Reconcile.HISTORY``) a node adopts every NRT whose fingerprint matches one of its recent pod
+sets and reserves a pod on the zones the kubelet will use whenever it knows the node exactly;
+:mod:`rte.consumer.cache.reconcile` states the rules and why they never admit more than the
+kubelet can. ``Reconcile.EXACT`` keeps the reference plugin's semantics
+(``pkg/noderesourcetopology/cache/overreserve.go``), with its gaps fixed, as described here:
 
 * **State per node**: the cached NRT (replaced only by a flush, see below), the reservations of
   pods placed since, and marks: *dirty* (filter failures; the first one, or only after
@@ -17,30 +21,8 @@ reference plugin's semantics (``pkg/noderesourcetopology/cache/overreserve.go``)
   Either way the node stays marked and is retried next time.
 * A change of Topology Manager policy/scope/maxNUMANodes flushes the node without a check.
 
-Differences from the reference, each pinned by a test:
-
-* NRTs are read from a watch-fed :class:`~rte.consumer.store.NRTStore`; a node whose NRT appears
-  after start is adopted on first use (the reference ignores it,
-  kubernetes-sigs/scheduler-plugins#967). A node with no reservation and no mark adopts every
-  new NRT at once (``follow_clean_nodes``): nothing of ours can be missing from it.
-* A node with zero relevant pods resyncs against the empty-set fingerprint.
-* Exclusivity is classified against the resource names of the NRT being checked, not of the
-  older cached one (docs/fingerprint-agreement.md, "The mismatch trap", last row).
-* A flush keeps the reservations of pods still *in flight* (reserved or bound, not yet relevant,
-  so in no fingerprinted set and reflected by no NRT) and adds one for every in-flight pod bound
-  to the node that has none (placed by a previous incarnation, a peer or another scheduler).
-  The reference drops them all and opens an over-commit window. Config-change flushes too.
-* A foreign pod that is deleted or has finished only marks the node dirty: it frees resources,
-  so the cached view errs on the safe side, and blocking the node would be pointless.
-* The config-change flush keeps the dirty/foreign marks (nothing was verified) and notices
-  changes by comparing against the store at resync time, not from a separate watch.
-* Reservations for a node without an NRT are recorded (its NRT may appear later) and pruned to
-  the in-flight ones at resync, so they cannot pile up.
-
-**Staleness** (off by default): with ``heartbeat_max_age`` set, a node whose agent Lease is older
-is ignored, served as having no NRT, or unschedulable (``stale_action``), like the filter on
-expired node metrics of Koordinator's load-aware scheduling (koordinator-sh/koordinator
-``docs/proposals/scheduling/20220510-load-aware-scheduling.md``): data from a dead agent is no data.
+Where rte differs from the reference's reconciliation: :mod:`rte.consumer.cache.reconcile`;
+the staleness rule (off by default): :mod:`rte.consumer.cache.freshness`.
 
 **Startup rule** (``startup_grace`` > 0; off by default because it makes every node unusable
 until the first resync; the idea is the startup "buffer" of neondatabase/autoscaling
@@ -65,15 +47,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
-from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, ResyncScope
+from rte.consumer.cache import reconcile
+from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
+from rte.consumer.cache.diagnosis import EXPLANATIONS, diagnose
 from rte.consumer.cache.freshness import heartbeat_age, is_stale, stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
-from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, Reservation
-from rte.consumer.cache.resync import CompareResult, Comparison, PodsInput, compare, group_pods, is_in_flight
+from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.predict import predicted_charge
+from rte.consumer.cache.reservations import Reservation
+from rte.consumer.cache.resync import (
+    CompareResult,
+    Comparison,
+    PodsInput,
+    compare,
+    group_pods,
+    log_comparison,
+)
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
@@ -96,6 +88,9 @@ class OverReserveCache:
         self._nodes: dict[str, NodeState] = {}
         self._generation = 0
         self._started_at = clock()
+        self._history = self._config.reconcile is Reconcile.HISTORY
+        # Zone-wise reservations need the whole view: not with load-filtered zones.
+        self._predicts = self._history and self._config.load.mode is LoadMode.OFF
 
     # --- reading -------------------------------------------------------------------------
 
@@ -160,17 +155,25 @@ class OverReserveCache:
     # --- scheduling-cycle hooks ----------------------------------------------------------
 
     def reserve(self, node: str, pod: Pod) -> None:
-        """Account ``pod`` on ``node`` until a flush shows the NRT reflects it (never fails).
+        """Account ``pod`` on ``node`` until an adopted NRT accounts for it (never fails).
 
-        Unlike the reference, a node without an NRT keeps the reservation too: its NRT may be
-        published later, before it reflects this pod.
+        History mode: on the zones the kubelet may use once it admitted the pod, when that is
+        knowable (:mod:`rte.consumer.cache.predict`), else on every zone. Unlike the reference, a
+        node without an NRT keeps the reservation too: its NRT may come before it reflects the pod.
         """
         with self._lock:
             now = self._clock()
             st = self._current(node, now)
             if st is None:
-                st = self._nodes[node] = NodeState()
-            st.reservations[pod.key] = Reservation.for_pod(pod, now)
+                st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
+            zones = None
+            st.reservations.pop(pod.key, None)
+            st.invalidate()
+            if reconcile.in_flight(st):
+                reconcile.spread_in_flight(st)
+            elif self._predicts and st.topology is not None:
+                zones = predicted_charge(st.served_view(self._config.load), pod)
+            st.reservations[pod.key] = Reservation.for_pod(pod, now, zones=zones)
             st.invalidate()
 
     def unreserve(self, node: str, pod: Pod) -> None:
@@ -214,6 +217,9 @@ class OverReserveCache:
         pods holding exclusive resources count. A deleted or finished foreign pod only frees
         resources, so it just marks the node dirty.
         """
+        if self._history and pod.node_name:
+            with self._lock:
+                self._track(event_type, pod, self._clock())
         detect = self._config.foreign_pods_detect
         if detect is ForeignPodsDetect.NONE or not pod.node_name:
             return
@@ -256,9 +262,26 @@ class OverReserveCache:
                 topology, revision = self._store.get_with_revision(node)
                 on_node = by_node.get(node, [])
                 if topology is None:
-                    self._prune(node, st, on_node, known, now)
+                    self._prune(node, st, known, now)
                     continue
                 config_changed = self._config_changed(st, topology, revision)
+                if self._history:
+                    adoptions = st.adoptions
+                    names = self._store.resource_names(node)
+                    reconcile.sync_pods(node, st, on_node, known, names, now, self._config)
+                    self._current(node, now)  # retry the match
+                    if st.revision == revision and (st.foreign or self._blocked_at_startup(st, now)):
+                        reconcile.try_history(st, topology, revision, self._config, now)  # verify
+                    if st.adoptions != adoptions:
+                        flushed.append(node)
+                    elif st.revision != revision:
+                        still_dirty.append(node)
+                    if config_changed and st.revision != revision:
+                        log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
+                        reconcile.adopt(st, topology, revision, set(), now, verified=False)
+                        self._generation += 1
+                        config_flushed.append(node)
+                    continue
                 if st.dirty or st.foreign or self._blocked_at_startup(st, now):
                     result = compare(
                         topology,
@@ -269,7 +292,7 @@ class OverReserveCache:
                         now,
                     )
                     st.last_compare = comparisons[node] = result
-                    self._log_compare(node, result)
+                    log_comparison(log, node, result)
                     if result.result is CompareResult.MATCH:
                         self._flush(node, st, topology, revision, on_node, known, now, matched=True)
                         flushed.append(node)
@@ -281,6 +304,14 @@ class OverReserveCache:
                     config_flushed.append(node)
             return ResyncReport(tuple(flushed), tuple(config_flushed), tuple(still_dirty), comparisons)
 
+    def _track(self, event_type: str, pod: Pod, now: float) -> None:
+        node = pod.node_name
+        st = self._current(node, now)
+        if st is None:
+            st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
+        if reconcile.track(st, event_type, pod, self._config, self._store.resource_names(node), now):
+            self._current(node, now)  # the NRT waiting for a match may describe this pod set
+
     def _config_changed(self, st: NodeState, topology: NodeTopology, revision: int) -> bool:
         if st.topology is None or revision == st.checked_revision:
             return False
@@ -289,65 +320,17 @@ class OverReserveCache:
             return False
         return tm_config_from(st.topology) != tm_config_from(topology)
 
-    @staticmethod
-    def _log_compare(node: str, result: Comparison) -> None:
-        if result.result is CompareResult.MATCH:
-            log.debug("node %s: fingerprint match over %d pods, flushing", node, result.pod_count)
-        elif result.result is CompareResult.MISMATCH:
-            log.debug("node %s: %s (%d pods)", node, result.detail, result.pod_count)
-        elif result.result is CompareResult.MISSING:
-            log.info("node %s: %s", node, result.detail)
-        else:
-            log.warning("node %s: cannot check the NRT fingerprint: %s", node, result.detail)
-
-    def _kept_reservations(
-        self, node: str, st: NodeState, known: dict[tuple[str, str], Pod], now: float
-    ) -> dict[tuple[str, str], Reservation]:
-        kept: dict[tuple[str, str], Reservation] = {}
-        for key, reservation in st.reservations.items():
-            pod = known.get(key)
-            if pod is not None and reservation.uid and pod.uid and pod.uid != reservation.uid:
-                pod = None  # deleted and recreated under the same name: ours is gone
-            if pod is None:
-                if now - reservation.reserved_at < self._config.absent_pod_grace:
-                    kept[key] = reservation
-            elif is_in_flight(pod, node, self._config.informer_mode):
-                kept[key] = reservation
-        return kept
-
     def _flush(
-        self,
-        node: str,
-        st: NodeState,
-        topology: NodeTopology,
-        revision: int,
-        on_node: Iterable[Pod],
-        known: dict[tuple[str, str], Pod],
-        now: float,
-        *,
-        matched: bool,
+        self, node: str, st: NodeState, topology: NodeTopology, revision: int, *args: Any, matched: bool
     ) -> None:
-        kept = self._kept_reservations(node, st, known, now)
-        for pod in on_node:
-            if pod.key not in kept and is_in_flight(pod, node, self._config.informer_mode):
-                kept[pod.key] = Reservation.for_pod(pod, now, SOURCE_IN_FLIGHT)
-        st.reservations = kept
-        st.topology = topology
-        st.revision = st.checked_revision = revision
-        st.last_flush = now
-        st.invalidate(topology_changed=True)
-        if matched:
-            st.dirty = False
-            st.failures = st.streak = st.foreign = 0
-            st.unverified = False
+        # args: the pods on the node, every pod by key, and now (see reconcile.flush)
+        on_node, known, now = args
+        reconcile.flush(node, st, topology, revision, on_node, known, now, self._config, matched=matched)
         self._generation += 1
 
-    def _prune(
-        self, node: str, st: NodeState, on_node: list[Pod], known: dict[tuple[str, str], Pod], now: float
-    ) -> None:
+    def _prune(self, node: str, st: NodeState, known: dict[tuple[str, str], Pod], now: float) -> None:
         # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
-        del on_node
-        kept = self._kept_reservations(node, st, known, now)
+        kept = reconcile.kept_reservations(node, st, known, now, self._config)
         if len(kept) != len(st.reservations):
             st.reservations = kept
             st.invalidate()
@@ -362,12 +345,16 @@ class OverReserveCache:
         if st is None:
             if topology is None:
                 return None
-            st = self._nodes[node] = NodeState(
-                topology=topology, revision=revision, checked_revision=revision
-            )
-            st.unverified = self._in_startup(now)
-            self._generation += 1
-            return st
+            if self._history:
+                st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
+                st.unverified = self._in_startup(now)
+            else:
+                st = self._nodes[node] = NodeState(
+                    topology=topology, revision=revision, checked_revision=revision
+                )
+                st.unverified = self._in_startup(now)
+                self._generation += 1
+                return st
         if topology is None:
             if st.topology is not None:
                 # The NRT was deleted: serve "no NRT", keep reservations for when it comes back.
@@ -376,9 +363,18 @@ class OverReserveCache:
                 st.invalidate(topology_changed=True)
                 self._generation += 1
             return st
-        if st.topology is None or (
-            self._config.follow_clean_nodes and revision != st.revision and self._is_clean(st, now)
-        ):
+        if revision == st.revision:
+            return st
+        if self._history and st.tried != (revision, st.log.version):
+            if reconcile.try_history(st, topology, revision, self._config, now):
+                self._generation += 1
+                return st
+            if st.topology is None:
+                # A first NRT matching no known pod set: it may lack every pod on the node.
+                reconcile.adopt(st, topology, revision, set(), now, verified=False)
+                self._generation += 1
+                return st
+        if st.topology is None or (self._config.follow_clean_nodes and self._is_clean(st, now)):
             st.topology = topology
             st.revision = st.checked_revision = revision
             st.invalidate(topology_changed=True)
@@ -429,12 +425,23 @@ class OverReserveCache:
                 "nodes": nodes,
             }
 
+    def diagnose(self, node: str) -> str:
+        """Why the node may be refused although its kubelet has room (:mod:`.diagnosis`)."""
+        with self._lock:
+            now = self._clock()
+            st = self._current(node, now)
+            return diagnose(st, self._reason(node, now), self._store.revision(node), self._history)
+
     def _dump_node(self, node: str, st: NodeState, now: float) -> dict[str, Any]:
+        reason = self._reason(node, now)
+        code = diagnose(st, reason, self._store.revision(node), self._history)
         return {
             "cachedRevision": st.revision,
             "storeRevision": self._store.revision(node),
             "fresh": self._lookup(node, now).fresh,
-            "reason": self._reason(node, now),
+            "reason": reason,
+            "diagnosis": code,
+            "diagnosisDetail": EXPLANATIONS[code],
             **st.dump(),
             "unverified": self._blocked_at_startup(st, now),
             "heartbeatAgeSeconds": heartbeat_age(self._store, node, now),

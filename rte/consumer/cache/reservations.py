@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
@@ -21,6 +22,8 @@ SOURCE_RESERVE = "reserve"
 """Made by the Reserve extension point for a pod this scheduler placed."""
 SOURCE_IN_FLIGHT = "in-flight"
 """Made by a flush for a pod bound to the node but not started (possibly by someone else)."""
+SOURCE_UNACCOUNTED = "unaccounted"
+"""Made when an NRT is adopted, for a pod on the node the NRT does not account for."""
 
 
 @dataclass(frozen=True)
@@ -31,16 +34,25 @@ class Reservation:
     request: Mapping[str, Amount]
     reserved_at: float
     source: str = SOURCE_RESERVE
+    zones: Mapping[int, Mapping[str, Amount]] | None = None
+    """What the kubelet takes from each zone (NUMA id -> resource -> amount), when the cache knew
+    it exactly (:mod:`rte.consumer.cache.predict`); None: the request is taken from every zone."""
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
     @classmethod
-    def for_pod(cls, pod: Pod, now: float, source: str = SOURCE_RESERVE) -> Reservation:
+    def for_pod(
+        cls,
+        pod: Pod,
+        now: float,
+        source: str = SOURCE_RESERVE,
+        zones: Mapping[int, Mapping[str, Amount]] | None = None,
+    ) -> Reservation:
         # What the kubelet will hold: sidecars add to the app containers. The reference's sum
         # (sidecars as plain init containers) under-reserves a pod with sidecars.
-        return cls(pod.namespace, pod.name, pod.uid, kubelet_pod_request(pod), now, source)
+        return cls(pod.namespace, pod.name, pod.uid, kubelet_pod_request(pod), now, source, zones)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +61,12 @@ class Reservation:
             "source": self.source,
             "reservedAt": self.reserved_at,
             "request": {res: quantity_text(qty) for res, qty in sorted(self.request.items())},
+            "zones": None
+            if self.zones is None
+            else {
+                f"node-{numa_id}": {r: quantity_text(q) for r, q in sorted(charge.items())}
+                for numa_id, charge in sorted(self.zones.items())
+            },
         }
 
 
@@ -62,17 +80,55 @@ def total_request(requests: Iterable[Mapping[str, Amount]]) -> dict[str, Amount]
     return total
 
 
-def subtract_from_every_zone(topology: NodeTopology, total: Mapping[str, Amount]) -> NodeTopology:
+def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> NumaView:
+    """A new view with each charge taken from the zone it names (clamped at 0)."""
+    per_zone: dict[int, dict[str, Amount]] = {}
+    for charge in charges:
+        for numa_id, amounts in charge.items():
+            into = per_zone.setdefault(numa_id, {})
+            for res, qty in amounts.items():
+                into[res] = into.get(res, 0) + qty
+    if not per_zone:
+        return view
+    zones = tuple(
+        {r: max(a - per_zone.get(numa_id, {}).get(r, 0), 0) for r, a in zone.items()}
+        for numa_id, zone in zip(view.ids, view.zone_available, strict=True)
+    )
+    return NumaView(
+        node_name=view.node_name,
+        tm=view.tm,
+        ids=view.ids,
+        published_ids=view.published_ids,
+        zone_available=zones,
+        distances=view.distances,
+        source=view.source,
+        zone_capacity=view.zone_capacity,
+        zone_allocatable=view.zone_allocatable,
+        facts=view.facts,
+        memo=view.memo,
+    )
+
+
+def subtract_from_every_zone(
+    topology: NodeTopology,
+    total: Mapping[str, Amount],
+    placed: Mapping[int, Mapping[str, Amount]] | None = None,
+) -> NodeTopology:
     """``topology`` with ``total`` taken from the ``available`` of every zone listing each resource.
 
     Clamped at 0. Capacity and allocatable are untouched: only ``available`` is ever compared.
+    ``placed`` adds charges known per zone (NUMA id -> resource -> amount).
     """
-    if not total:
+    placed = placed or {}
+    if not total and not placed:
         return topology
     zones = []
     for zone in topology.zones:
+        here = placed.get(zone.numa_id, {}) if zone.numa_id is not None else {}
         resources = tuple(
-            replace(res, available=max(0, res.available - total[res.name])) if res.name in total else res
+            replace(res, available=max(0, res.available - total.get(res.name, 0) - here.get(res.name, 0)))
+            if res.name in total or res.name in here
+            else res
             for res in zone.resources
         )
         zones.append(replace(zone, resources=resources))

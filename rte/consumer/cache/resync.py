@@ -12,6 +12,7 @@ Pure functions behind the reserve cache's resync (docs/fingerprint-agreement.md)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -174,3 +175,15 @@ def group_pods(pods: PodsInput) -> tuple[dict[str, list[Pod]], dict[tuple[str, s
         if pod.node_name:
             by_node.setdefault(pod.node_name, []).append(pod)
     return by_node, known
+
+
+def log_comparison(log: logging.Logger, node: str, result: Comparison) -> None:
+    """A mismatch is routine (debug); a missing fingerprint is news; anything else is a warning."""
+    if result.result is CompareResult.MATCH:
+        log.debug("node %s: fingerprint match over %d pods, flushing", node, result.pod_count)
+    elif result.result is CompareResult.MISMATCH:
+        log.debug("node %s: %s (%d pods)", node, result.detail, result.pod_count)
+    elif result.result is CompareResult.MISSING:
+        log.info("node %s: %s", node, result.detail)
+    else:
+        log.warning("node %s: cannot check the NRT fingerprint: %s", node, result.detail)

@@ -1,0 +1,90 @@
+"""Which zones a pod placed by the scheduler can take resources from, when that is knowable.
+
+The kubelet admits a pod made of one unit (one container, or the whole pod in pod scope) on the
+*first* NUMA mask, in its fixed preference order, that fits the unit (narrowest masks first,
+then lowest ids: kubernetes/kubernetes ``pkg/kubelet/cm/topologymanager/policy.go``; the
+admission model, :mod:`rte.model.admission`, computes it). Suppose the reserve cache's view ``V``
+of a node never shows more than the kubelet will have (``V <= T``, zone by zone), and the model
+admits the pod on ``V`` on the single zone ``j``. That zone fits in ``T`` too, so the kubelet
+picks ``j`` or a single zone it prefers (a lower id), never one after ``j``, however much room
+pods that ended have freed meanwhile. Taking the pod's request from ``j`` and every zone before
+it therefore keeps ``V <= T``, and spares the zones after ``j``, which the every-zone rule of the
+reference charges for nothing.
+
+The kubelet must also admit the pod before any pod placed after it, and no pod may still be on
+its way to the node when it is placed (the kubelet may admit pods in any order, and each may take
+a zone that fits). So the cache predicts only for a pod placed while no other is in flight on
+the node, forgets the prediction as soon as another pod is placed or bound there before this one
+is admitted (:func:`rte.consumer.cache.reconcile.spread_in_flight`), and charges the pod on
+its zones only once it knows the kubelet admitted it (no longer Pending); until then, on every
+zone.
+
+:func:`predicted_charge` answers None (every zone) for anything else: several units, a mask of
+several zones, a split the counts cannot tell (``Working.exact``), or a request the model does
+not charge to zones in full (the shared CPU pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rte.consumer.kubelet_filter import node_of
+from rte.consumer.numaview import NumaView
+from rte.consumer.requests import kubelet_units, prepare_pod, units_key
+from rte.model.admission.admit import admit_pod
+from rte.model.admission.allocate import CountAllocator
+from rte.model.admission.masks import popcount
+from rte.model.admission.node import Working
+from rte.model.admission.units import AdmissionUnit
+from rte.model.pod import Pod, effective_request
+from rte.model.quantity import Amount
+
+ZoneCharge = Mapping[int, Mapping[str, Amount]]
+"""NUMA id -> resource -> amount taken from that zone."""
+
+
+class _Recording(CountAllocator):
+    """The count allocator, keeping the working counts it was handed (the admission's last state)."""
+
+    def __init__(self) -> None:
+        self.working: Working | None = None
+
+    def take(self, working: Working, unit: AdmissionUnit, mask: int | None, memory_mask: int | None) -> None:
+        self.working = working
+        super().take(working, unit, mask, memory_mask)
+
+
+def zones_the_kubelet_may_choose(view: NumaView, chosen: int) -> tuple[int, ...]:
+    """The zone positions the kubelet may use instead of position ``chosen`` if it has more room:
+    that one and every one it prefers (lower ids)."""
+    return tuple(range(chosen + 1))
+
+
+def predicted_charge(view: NumaView, pod: Pod) -> ZoneCharge | None:
+    """The pod's request on each zone the kubelet may give it (see the module docstring), or None."""
+    prep = prepare_pod(pod)
+    units = kubelet_units(prep, view.facts, units_key(view.facts))
+    if len(units) != 1:
+        return None
+    recorder = _Recording()
+    node = node_of(view)
+    admission = admit_pod(node, units, recorder)
+    working = recorder.working
+    if not admission.admitted or working is None or not working.exact:
+        return None
+    mask = admission.units[0].mask
+    if mask is None or popcount(mask) != 1:
+        return None
+    chosen = mask.bit_length() - 1
+    taken: dict[str, Amount] = {}
+    for resource, amount in (
+        ("cpu", node.cpu_available[chosen] - working.cpu_free[chosen]),
+        *((r, avail[chosen] - working.mem_free[r][chosen]) for r, (_, avail) in node.memory.items()),
+        *((r, avail[chosen] - working.dev_free[r][chosen]) for r, (_, avail) in node.devices.items()),
+    ):
+        if amount:
+            taken[resource] = amount
+    request = {r: q for r, q in effective_request(pod).items() if q > 0 and r in view.resource_names}
+    if taken != request:
+        return None  # part of the request is not charged to the zone (shared pool, reuse): unknown
+    return {view.ids[i]: dict(taken) for i in zones_the_kubelet_may_choose(view, chosen)}
