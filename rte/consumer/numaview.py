@@ -124,6 +124,23 @@ class NumaView:
         object.__setattr__(self, "thresholds", thresholds)
         object.__setattr__(self, "resource_names", frozenset(names))
 
+    def with_zone_available(self, zones: tuple[Mapping[str, Amount], ...]) -> NumaView:
+        """This view with other amounts left per zone (reservations subtracted): the shared
+        ``memo`` goes along, the view's own ``local`` tables do not (they read the amounts)."""
+        return NumaView(
+            node_name=self.node_name,
+            tm=self.tm,
+            ids=self.ids,
+            published_ids=self.published_ids,
+            zone_available=zones,
+            distances=self.distances,
+            source=self.source,
+            zone_capacity=self.zone_capacity,
+            zone_allocatable=self.zone_allocatable,
+            facts=self.facts,
+            memo=self.memo,
+        )
+
     def zone(self, numa_id: int) -> Mapping[str, Amount] | None:
         """Available resources of zone ``numa_id``, or None when the view has no such zone."""
         try:
@@ -204,16 +221,4 @@ def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) 
         {r: (max(a - totals[r], 0) if r in totals else a) for r, a in zone.items()}
         for zone in view.zone_available
     )
-    return NumaView(
-        node_name=view.node_name,
-        tm=view.tm,
-        ids=view.ids,
-        published_ids=view.published_ids,
-        zone_available=zones,
-        distances=view.distances,
-        source=view.source,
-        zone_capacity=view.zone_capacity,
-        zone_allocatable=view.zone_allocatable,
-        facts=view.facts,
-        memo=view.memo,
-    )
+    return view.with_zone_available(zones)

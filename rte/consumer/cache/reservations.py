@@ -94,19 +94,7 @@ def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, 
         {r: max(a - per_zone.get(numa_id, {}).get(r, 0), 0) for r, a in zone.items()}
         for numa_id, zone in zip(view.ids, view.zone_available, strict=True)
     )
-    return NumaView(
-        node_name=view.node_name,
-        tm=view.tm,
-        ids=view.ids,
-        published_ids=view.published_ids,
-        zone_available=zones,
-        distances=view.distances,
-        source=view.source,
-        zone_capacity=view.zone_capacity,
-        zone_allocatable=view.zone_allocatable,
-        facts=view.facts,
-        memo=view.memo,
-    )
+    return view.with_zone_available(zones)
 
 
 def subtract_from_every_zone(
