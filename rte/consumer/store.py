@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rte.consumer.changelog import ChangeLog
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
@@ -52,6 +53,8 @@ class NRTStore:
         self._revisions: dict[str, int] = {}
         self._heartbeats: dict[str, float] = {}
         self._generation = 0
+        self._changes = ChangeLog()
+        """Every bump, in order: serial ``g`` is the change that made generation ``g + 1``."""
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -133,6 +136,7 @@ class NRTStore:
     def _bump(self, node: str) -> None:
         self._generation += 1
         self._revisions[node] = self._generation
+        self._changes.note(node)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -163,6 +167,12 @@ class NRTStore:
     def snapshot(self) -> dict[str, NodeTopology]:
         with self._lock:
             return dict(self._topologies)
+
+    def changed_since(self, generation: int | None) -> tuple[int, list[str] | None]:
+        """The current generation and the nodes changed after ``generation`` (None: too long
+        ago to tell, or ``generation`` None), read atomically."""
+        with self._lock:
+            return self._generation, self._changes.since(generation)
 
     def heartbeat(self, node: str) -> float | None:
         """The last observed Lease renewal time of the node's agent, or None."""
