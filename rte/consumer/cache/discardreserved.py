@@ -9,7 +9,6 @@ no fingerprint.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -32,18 +31,17 @@ class DiscardReservedCache(PassthroughCache):
 
     def __init__(self, store: NRTStore, config: CacheConfig | None = None, clock: Clock = time.time) -> None:
         super().__init__(store, config, clock)
-        self._lock = threading.Lock()
         self._reserved: dict[str, set[str]] = {}
 
-    def get(self, node: str, pod: Pod | None = None) -> Lookup:
-        with self._lock:
-            if self._reserved.get(node):
-                return NOT_FRESH
-        return super().get(node, pod)
+    def _lookup(self, node: str, now: float) -> Lookup:
+        if self._reserved.get(node):
+            return NOT_FRESH
+        return super()._lookup(node, now)
 
     def reserve(self, node: str, pod: Pod) -> None:
         with self._lock:
             self._reserved.setdefault(node, set()).add(_pod_id(pod))
+            self._changes.note(node)
 
     def unreserve(self, node: str, pod: Pod) -> None:
         with self._lock:
@@ -52,15 +50,15 @@ class DiscardReservedCache(PassthroughCache):
                 pods.discard(_pod_id(pod))
                 if not pods:
                     del self._reserved[node]
+                    self._changes.note(node)
 
     def post_bind(self, node: str, pod: Pod) -> None:
         self.unreserve(node, pod)
 
-    def unfresh_reason(self, node: str) -> str:
-        with self._lock:
-            if self._reserved.get(node):
-                return "node has a pod being bound (DiscardReserved)"
-        return super().unfresh_reason(node)
+    def _reason(self, node: str, now: float) -> str:
+        if self._reserved.get(node):
+            return "node has a pod being bound (DiscardReserved)"
+        return super()._reason(node, now)
 
     def state_dump(self, now: float | None = None) -> dict[str, Any]:
         out = super().state_dump(now)

@@ -10,9 +10,9 @@ the reference plugin (kubernetes-sigs/scheduler-plugins
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.resync import Comparison, PodsInput
@@ -80,3 +80,41 @@ class NRTCache(Protocol):
     def unfresh_reason(self, node: str) -> str: ...
 
     def state_dump(self, now: float | None = None) -> dict[str, Any]: ...
+
+
+Cursor = tuple[int, int, bool]
+"""Where a reader of a cache's changes stands: the store's generation, the cache's own change
+serial, and whether the cache's answers depended on the clock then (every node may change)."""
+
+Select = Callable[[Collection[str] | None], Iterable[str]]
+"""Given the nodes whose answer may have changed since a cursor (None: any node's may have), the
+nodes the reader wants looked up now."""
+
+
+class Snapshot(NamedTuple):
+    """What :meth:`BatchedCache.lookup_changed` returns: the new cursor and the lookups asked for."""
+
+    cursor: Cursor
+    lookups: list[tuple[str, Lookup]]
+
+
+@runtime_checkable
+class BatchedCache(Protocol):
+    """What a cache offers a front end deciding many nodes per request, each call under one lock:
+    lookups of only the nodes that changed (the kernel's mirror keeps the rest) and the Filter
+    bookkeeping of a whole request. The three caches of :mod:`rte.consumer.cache` offer it; a
+    cache without it is asked node by node (:mod:`rte.consumer.kernel.mirror`)."""
+
+    def lookup_changed(self, cursor: Cursor | None, select: Select) -> Snapshot:
+        """Under one lock: the nodes changed since ``cursor`` go to ``select``, and the nodes it
+        returns are looked up as :meth:`NRTCache.get` would (``cursor`` None: the first call)."""
+        ...
+
+    def record_filter(
+        self, passed: Iterable[str], failed: Iterable[str], unfresh: Sequence[str]
+    ) -> list[str]:
+        """Under one lock, what :func:`rte.consumer.cycle.record_outcome` does per node: the
+        ``passed`` nodes end their failure streak, the ``failed`` ones (on data the cache
+        trusted) are marked maybe over-reserved; returns :meth:`NRTCache.unfresh_reason` of
+        each of ``unfresh``."""
+        ...

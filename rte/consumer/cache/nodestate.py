@@ -59,12 +59,21 @@ class NodeState:
     """Memo of the served view (reservations applied); rebuilt when reservations change."""
     view_topology: NodeTopology | None = None
     """Memo of :meth:`reserved_topology`."""
+    invalidations: int = 0
+    """How many times the memos were dropped (:meth:`token`)."""
 
     def invalidate(self, topology_changed: bool = False) -> None:
+        self.invalidations += 1
         self.view = None
         self.view_topology = None
         if topology_changed:
             self.base_view = None
+
+    def token(self) -> tuple[int, bool, bool]:
+        """Equal before and after a change only if the change left the node's lookup as it was
+        (the cache's clock-dependent rules aside): the view is rebuilt only after
+        :meth:`invalidate`, freshness reads only the foreign and unverified marks."""
+        return self.invalidations, self.foreign > 0, self.unverified
 
     def served_view(self, load_config: LoadAwareConfig) -> NumaView:
         """The view the filter and scores see: load-filtered zones, reservations applied."""

@@ -47,12 +47,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from rte.consumer.cache import reconcile
+from rte.consumer.cache.batched import BatchedLookups, heartbeat_rule_on
 from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
-from rte.consumer.cache.diagnosis import EXPLANATIONS, diagnose
-from rte.consumer.cache.freshness import heartbeat_age, is_stale, stale_verdict
+from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import PodLog
@@ -66,6 +67,8 @@ from rte.consumer.cache.resync import (
     group_pods,
     log_comparison,
 )
+from rte.consumer.cache.statedump import ReserveStateDump
+from rte.consumer.changelog import ChangeLog
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
@@ -75,7 +78,7 @@ from rte.model.topology import NodeTopology
 log = logging.getLogger(__name__)
 
 
-class OverReserveCache:
+class OverReserveCache(BatchedLookups, ReserveStateDump):
     """The reserve cache; see the module docstring for the rules."""
 
     mode = "OverReserve"
@@ -87,6 +90,8 @@ class OverReserveCache:
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeState] = {}
         self._generation = 0
+        self._changes = ChangeLog()  # whatever may change a node's lookup, but its store revision
+        self._streaking: set[str] = set()  # nodes that may have a failure streak
         self._started_at = clock()
         self._history = self._config.reconcile is Reconcile.HISTORY
         # Zone-wise reservations need the whole view: not with load-filtered zones.
@@ -175,6 +180,7 @@ class OverReserveCache:
                 zones = predicted_charge(st.served_view(self._config.load), pod)
             st.reservations[pod.key] = Reservation.for_pod(pod, now, zones=zones)
             st.invalidate()
+            self._changes.note(node)
 
     def unreserve(self, node: str, pod: Pod) -> None:
         """Undo :meth:`reserve` (the binding failed or the pod was rejected later in the cycle)."""
@@ -183,6 +189,7 @@ class OverReserveCache:
             if st is None or st.reservations.pop(pod.key, None) is None:
                 return
             st.invalidate()
+            self._changes.note(node)
             self._forget_if_empty(node, st)
 
     def post_bind(self, node: str, pod: Pod) -> None:
@@ -194,17 +201,26 @@ class OverReserveCache:
         With ``dirty_after_failures`` = N, the node is marked only after N failures in a row.
         """
         with self._lock:
-            st = self._current(node, self._clock())
-            if st is None:
-                return
-            st.failures += 1
-            st.streak += 1
-            if st.streak >= self._config.dirty_after_failures:
-                st.dirty = True
+            self._mark(node, self._clock())
+
+    def _mark(self, node: str, now: float) -> None:
+        st = self._current(node, now)
+        if st is None:
+            return
+        st.failures += 1
+        st.streak += 1
+        self._streaking.add(node)
+        if st.streak >= self._config.dirty_after_failures:
+            st.dirty = True
 
     def note_filter_success(self, node: str) -> None:
         """A filter success on ``node`` breaks its failure streak (it is not full after all)."""
         with self._lock:
+            self._successes((node,))
+
+    def _successes(self, nodes: Iterable[str]) -> None:
+        for node in self._streaking.intersection(nodes):
+            self._streaking.discard(node)
             st = self._nodes.get(node)
             if st is not None:
                 st.streak = 0
@@ -238,6 +254,7 @@ class OverReserveCache:
                 st.dirty = True
             else:
                 st.foreign += 1
+                self._changes.note(node)
 
     # --- resync --------------------------------------------------------------------------
 
@@ -251,6 +268,7 @@ class OverReserveCache:
             if now is None:
                 now = self._clock()
             by_node, known = group_pods(pods)
+            before = {node: st.token() for node, st in self._nodes.items()}
             for node in self._store.nodes():
                 self._current(node, now)
             flushed: list[str] = []
@@ -279,7 +297,7 @@ class OverReserveCache:
                     if config_changed and st.revision != revision:
                         log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
                         reconcile.adopt(st, topology, revision, set(), now, verified=False)
-                        self._generation += 1
+                        self._bump(node)
                         config_flushed.append(node)
                     continue
                 if st.dirty or st.foreign or self._blocked_at_startup(st, now):
@@ -302,6 +320,7 @@ class OverReserveCache:
                     log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
                     self._flush(node, st, topology, revision, on_node, known, now, matched=False)
                     config_flushed.append(node)
+            self._changes.note_all(n for n, st in self._nodes.items() if before.get(n) != st.token())
             return ResyncReport(tuple(flushed), tuple(config_flushed), tuple(still_dirty), comparisons)
 
     def _track(self, event_type: str, pod: Pod, now: float) -> None:
@@ -309,8 +328,11 @@ class OverReserveCache:
         st = self._current(node, now)
         if st is None:
             st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
+        before = st.token()
         if reconcile.track(st, event_type, pod, self._config, self._store.resource_names(node), now):
             self._current(node, now)  # the NRT waiting for a match may describe this pod set
+        if st.token() != before:
+            self._changes.note(node)  # its reservations narrowed or went
 
     def _config_changed(self, st: NodeState, topology: NodeTopology, revision: int) -> bool:
         if st.topology is None or revision == st.checked_revision:
@@ -326,7 +348,7 @@ class OverReserveCache:
         # args: the pods on the node, every pod by key, and now (see reconcile.flush)
         on_node, known, now = args
         reconcile.flush(node, st, topology, revision, on_node, known, now, self._config, matched=matched)
-        self._generation += 1
+        self._bump(node)
 
     def _prune(self, node: str, st: NodeState, known: dict[tuple[str, str], Pod], now: float) -> None:
         # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
@@ -353,7 +375,7 @@ class OverReserveCache:
                     topology=topology, revision=revision, checked_revision=revision
                 )
                 st.unverified = self._in_startup(now)
-                self._generation += 1
+                self._bump(node)
                 return st
         if topology is None:
             if st.topology is not None:
@@ -361,25 +383,29 @@ class OverReserveCache:
                 st.topology = None
                 st.revision = st.checked_revision = revision
                 st.invalidate(topology_changed=True)
-                self._generation += 1
+                self._bump(node)
             return st
         if revision == st.revision:
             return st
         if self._history and st.tried != (revision, st.log.version):
             if reconcile.try_history(st, topology, revision, self._config, now):
-                self._generation += 1
+                self._bump(node)
                 return st
             if st.topology is None:
                 # A first NRT matching no known pod set: it may lack every pod on the node.
                 reconcile.adopt(st, topology, revision, set(), now, verified=False)
-                self._generation += 1
+                self._bump(node)
                 return st
         if st.topology is None or (self._config.follow_clean_nodes and self._is_clean(st, now)):
             st.topology = topology
             st.revision = st.checked_revision = revision
             st.invalidate(topology_changed=True)
-            self._generation += 1
+            self._bump(node)
         return st
+
+    def _bump(self, node: str) -> None:
+        self._generation += 1
+        self._changes.note(node)
 
     def _is_clean(self, st: NodeState, now: float) -> bool:
         return not (st.reservations or st.dirty or st.foreign or self._blocked_at_startup(st, now))
@@ -392,6 +418,9 @@ class OverReserveCache:
             for st in self._nodes.values():
                 st.unverified = True
 
+    def _volatile(self, now: float) -> bool:
+        return heartbeat_rule_on(self._config) or self._in_startup(now)
+
     def _in_startup(self, now: float) -> bool:
         return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace
 
@@ -401,49 +430,3 @@ class OverReserveCache:
     def _forget_if_empty(self, node: str, st: NodeState) -> None:
         if st.topology is None and not st.reservations and not self._store.revision(node):
             del self._nodes[node]
-
-    # --- state dump ----------------------------------------------------------------------
-
-    def state_dump(self, now: float | None = None) -> dict[str, Any]:
-        """A JSON-able picture of the cache, per node, for the extender's debug endpoint."""
-        with self._lock:
-            if now is None:
-                now = self._clock()
-            nodes: dict[str, Any] = {}
-            for node in sorted(set(self._nodes) | set(self._store.nodes())):
-                st = self._current(node, now)
-                if st is None:
-                    continue
-                nodes[node] = self._dump_node(node, st, now)
-            return {
-                "mode": self.mode,
-                "generation": self._generation,
-                "storeGeneration": self._store.generation,
-                "now": now,
-                "startedAt": self._started_at,
-                "inStartupGrace": self._in_startup(now),
-                "nodes": nodes,
-            }
-
-    def diagnose(self, node: str) -> str:
-        """Why the node may be refused although its kubelet has room (:mod:`.diagnosis`)."""
-        with self._lock:
-            now = self._clock()
-            st = self._current(node, now)
-            return diagnose(st, self._reason(node, now), self._store.revision(node), self._history)
-
-    def _dump_node(self, node: str, st: NodeState, now: float) -> dict[str, Any]:
-        reason = self._reason(node, now)
-        code = diagnose(st, reason, self._store.revision(node), self._history)
-        return {
-            "cachedRevision": st.revision,
-            "storeRevision": self._store.revision(node),
-            "fresh": self._lookup(node, now).fresh,
-            "reason": reason,
-            "diagnosis": code,
-            "diagnosisDetail": EXPLANATIONS[code],
-            **st.dump(),
-            "unverified": self._blocked_at_startup(st, now),
-            "heartbeatAgeSeconds": heartbeat_age(self._store, node, now),
-            "stale": is_stale(self._store, self._config, node, now),
-        }

@@ -15,10 +15,12 @@ import time
 from typing import Any
 
 from rte.consumer import load
+from rte.consumer.cache.batched import BatchedLookups
 from rte.consumer.cache.config import CacheConfig, CacheMode
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.resync import PodsInput
+from rte.consumer.changelog import ChangeLog
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod
@@ -47,7 +49,7 @@ class _StoreViews:
             return view
 
 
-class PassthroughCache:
+class PassthroughCache(BatchedLookups):
     """No accounting: the latest published NRT, always fresh."""
 
     mode = CacheMode.PASSTHROUGH.value
@@ -57,6 +59,8 @@ class PassthroughCache:
         self._config = config or CacheConfig()
         self._clock = clock
         self._views = _StoreViews(store, self._config)
+        self._lock = threading.Lock()
+        self._changes = ChangeLog()
 
     @property
     def generation(self) -> int:
@@ -67,7 +71,11 @@ class PassthroughCache:
         return self._config
 
     def get(self, node: str, pod: Pod | None = None) -> Lookup:
-        forced = stale_verdict(self._store, self._config, node, self._clock())
+        with self._lock:
+            return self._lookup(node, self._clock())
+
+    def _lookup(self, node: str, now: float) -> Lookup:
+        forced = stale_verdict(self._store, self._config, node, now)
         if forced is not None:
             return forced
         view = self._views.get(node)
@@ -95,7 +103,11 @@ class PassthroughCache:
         return ResyncReport()
 
     def unfresh_reason(self, node: str) -> str:
-        if stale_verdict(self._store, self._config, node, self._clock()) == NOT_FRESH:
+        with self._lock:
+            return self._reason(node, self._clock())
+
+    def _reason(self, node: str, now: float) -> str:
+        if stale_verdict(self._store, self._config, node, now) == NOT_FRESH:
             return "node topology agent heartbeat is stale"
         return ""
 
