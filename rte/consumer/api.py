@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rte.consumer.cache.interface import NRTCache
-from rte.consumer.cycle import filter_nodes, score_nodes
+from rte.consumer.cycle import evaluate_nodes
 from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.numaview import NumaView
@@ -157,9 +157,12 @@ def evaluate_through_cache(
     """
     prep = _prepared(pod, compat)
     names = list(nodes)
-    outcome = filter_nodes(prep, names, cache, allocatable)
-    scores = dict(score_nodes(prep, outcome.passed, cache, Scorer(prep, _strategy(strategy, weights))))
-    return [Decision(name, name in scores, outcome.reasons[name], scores.get(name)) for name in names]
+    evaluation = evaluate_nodes(prep, names, cache, Scorer(prep, _strategy(strategy, weights)), allocatable)
+    reasons = evaluation.filtered.reasons
+    return [
+        Decision(name, score >= 0, reasons[name], score if score >= 0 else None)
+        for name, score in zip(names, evaluation.scores.tolist(), strict=True)
+    ]
 
 
 def node_allocatable(node: Mapping[str, Any], source: str = "node") -> dict[str, Amount]:

@@ -25,28 +25,67 @@ and the scalar path are held equal by a differential test.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from rte.consumer.cache.config import LoadAwareConfig, LoadMode
-from rte.consumer.cache.interface import Lookup, NRTCache
+from rte.consumer.cache.interface import BatchedCache, Lookup, NRTCache
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.decide import decide
+from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.mirror import mirror_of
+from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.load import weighted_score
+from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import Scorer
 from rte.consumer.verdict import FilterResult
 
 
-@dataclass(frozen=True)
 class FilterOutcome:
-    """Which nodes passed (in the order asked), why not for the others, and every node's reason."""
+    """Which nodes passed (in the order asked), why not for the others, and every node's reason.
 
-    passed: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    reasons: dict[str, str] = field(default_factory=dict)
-    """The filter's reason for every node, passed ones included ("fits NUMA zone 1")."""
+    Built from the kernel's columns: the lists and dictionaries of names are made on first use,
+    so a caller that needs only some of them pays for no others.
+    """
+
+    def __init__(
+        self, names: Sequence[str], fits: Bools, failed: dict[str, str], codes: Ints, texts: Sequence[str]
+    ) -> None:
+        self._names, self._fits, self._codes, self._texts = names, fits, codes, texts
+        self.failed = failed
+        """Why each node that failed did (with the cache's explanation where it distrusts it)."""
+
+    @cached_property
+    def passed(self) -> list[str]:
+        names = self._names
+        return [names[k] for k in np.flatnonzero(self._fits).tolist()]
+
+    @cached_property
+    def reasons(self) -> dict[str, str]:
+        """The filter's reason for every node, passed ones included ("fits NUMA zone 1")."""
+        reasons = dict(zip(self._names, map(self._texts.__getitem__, self._codes.tolist()), strict=True))
+        reasons.update(self.failed)
+        return reasons
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Filter and Score of one pod on many nodes (:func:`evaluate_nodes`)."""
+
+    filtered: FilterOutcome
+    scores: Ints
+    """Per node asked, in order: the score 0..100 where Filter passed, -1 elsewhere."""
+
+    def best(self) -> tuple[int, int] | None:
+        """(position of the first node with the highest score, that score); None if none fits."""
+        if not len(self.scores):
+            return None
+        k = int(np.argmax(self.scores))
+        score = int(self.scores[k])
+        return None if score < 0 else (k, score)
 
 
 def filter_one(
@@ -100,22 +139,87 @@ def filter_nodes(
     ``allocatable`` maps a node name to the names in its ``status.allocatable``; a node missing
     from it (or None) skips the node-allocatable check, as when the Node object is unknown.
     """
-    names = list(nodes)
+    return _evaluate(prep, nodes, cache, allocatable, None).filtered
+
+
+def evaluate_nodes(
+    prep: PreparedPod,
+    nodes: Iterable[str],
+    cache: NRTCache,
+    scorer: Scorer,
+    allocatable: Mapping[str, Collection[str]] | None = None,
+) -> Evaluation:
+    """:func:`filter_nodes` and :func:`score_nodes` on the nodes that pass, in one pass: one
+    snapshot of the cache, one decision (what a scheduler using the library does per pod)."""
+    return _evaluate(prep, nodes, cache, allocatable, scorer)
+
+
+def _evaluate(
+    prep: PreparedPod,
+    nodes: Iterable[str],
+    cache: NRTCache,
+    allocatable: Mapping[str, Collection[str]] | None,
+    scorer: Scorer | None,
+) -> Evaluation:
+    names = nodes if isinstance(nodes, list) else list(nodes)
     mirror = mirror_of(cache)
+    strategy = None if scorer is None else scorer.strategy
     with mirror.lock:
-        rows, lookups = mirror.sync(names, cache, prep.pod)
-        per_row = [allocatable.get(name) for name in names] if allocatable else None
-        verdicts = decide(prep, mirror.table, rows, allocatable=per_row)
-    outcome = FilterOutcome()
-    for name, lookup, fits, reason in zip(
-        names, lookups, verdicts.fits.tolist(), verdicts.reasons(), strict=True
-    ):
-        reason = outcome.reasons[name] = record_outcome(cache, name, fits, reason, lookup)
-        if fits:
-            outcome.passed.append(name)
-        else:
-            outcome.failed[name] = reason
-    return outcome
+        rows = mirror.sync(names, cache, prep.pod)
+        selection = None if mirror.whole else rows
+        per_row = list(map(allocatable.get, names)) if allocatable else None
+        verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row)
+        fresh, has_view = mirror.table.fresh[rows], mirror.table.has_view[rows]
+        views = {} if scorer is None else _load_views(cache, mirror.table, rows, verdicts.fits)
+    fits = verdicts.fits
+    marked_at = np.flatnonzero(~fits & fresh & has_view).tolist()
+    unfresh_at = np.flatnonzero(~fits & ~fresh).tolist()
+    passed = (names[k] for k in np.flatnonzero(fits).tolist())
+    marked = [names[k] for k in marked_at]
+    unfresh = [names[k] for k in unfresh_at]
+    if isinstance(cache, BatchedCache):
+        details = cache.record_filter(passed, marked, unfresh)
+    else:
+        details = _record_each(cache, passed, marked, unfresh)
+    texts, codes = verdicts.texts, verdicts.reason_codes
+    failed = {names[k]: texts[c] for k, c in zip(*_where(~fits, codes), strict=True)}
+    for k, name, detail in zip(unfresh_at, unfresh, details, strict=True):
+        if detail:
+            failed[name] = f"{texts[int(codes[k])]}: {detail}"
+    scores = verdicts.scores if verdicts.scores is not None else np.full(len(names), -1, np.int64)
+    _weigh(cache, views, scores, verdicts)
+    return Evaluation(FilterOutcome(names, fits, failed, codes, texts), scores)
+
+
+def _load_views(cache: NRTCache, table: NodeTable, rows: Ints, wanted: Bools) -> dict[int, NumaView]:
+    """In the load-aware score mode, the views of the ``wanted`` rows (by position), for
+    :func:`_weigh`; read under the mirror's lock, as the rows may be rewritten after it."""
+    if cache.config.load.mode is not LoadMode.SCORE:
+        return {}
+    views = table.views
+    return {k: v for k in np.flatnonzero(wanted).tolist() if (v := views[int(rows[k])]) is not None}
+
+
+def _weigh(cache: NRTCache, views: Mapping[int, NumaView], scores: Ints, verdicts: Verdicts) -> None:
+    """Scale the scores down where the zone the kubelet would pick is busy (load-aware mode)."""
+    load = cache.config.load
+    for k, view in views.items():
+        if scores[k] > 0:
+            scores[k] = weighted_score(int(scores[k]), view, load, verdicts.numa_id(k))
+
+
+def _where(mask: Bools, codes: Ints) -> tuple[list[int], list[int]]:
+    at = np.flatnonzero(mask)
+    return at.tolist(), codes[at].tolist()
+
+
+def _record_each(cache: NRTCache, passed: Iterable[str], marked: list[str], unfresh: list[str]) -> list[str]:
+    """:meth:`BatchedCache.record_filter` for a cache without it: node by node."""
+    for name in passed:
+        cache.note_filter_success(name)
+    for name in marked:
+        cache.mark_maybe_over_reserved(name)
+    return [cache.unfresh_reason(name) for name in unfresh]
 
 
 def score_nodes(
@@ -126,17 +230,13 @@ def score_nodes(
     ``scorer`` must have been built for ``prep`` (its strategy is used). Nodes are assumed to have
     passed Filter, as the scheduler only scores those; any node given is scored.
     """
-    names = list(nodes)
+    names = nodes if isinstance(nodes, list) else list(nodes)
     mirror = mirror_of(cache)
     with mirror.lock:
-        rows, lookups = mirror.sync(names, cache, prep.pod)
-        verdicts = decide(prep, mirror.table, rows, scorer.strategy, score_failed=True)
+        rows = mirror.sync(names, cache, prep.pod)
+        selection = None if mirror.whole else rows
+        verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True)
+        views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
     assert verdicts.scores is not None
-    scores = verdicts.scores.tolist()
-    load = cache.config.load
-    if load.mode is LoadMode.SCORE:
-        # The zone the kubelet would pick decides whether the pod lands on a busy zone.
-        for k, lookup in enumerate(lookups):
-            if scores[k] and lookup.view is not None:
-                scores[k] = weighted_score(scores[k], lookup.view, load, verdicts.numa_id(k))
-    return list(zip(names, scores, strict=True))
+    _weigh(cache, views, verdicts.scores, verdicts)
+    return list(zip(names, verdicts.scores.tolist(), strict=True))

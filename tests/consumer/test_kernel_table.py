@@ -124,15 +124,16 @@ def test_the_mirror_rewrites_only_the_rows_whose_view_changed() -> None:
     cache = PassthroughCache(store, CacheConfig())
     mirror = mirror_of(cache)
     with mirror.lock:
-        rows, _ = mirror.sync(["a", "b"], cache, None)
+        rows = mirror.sync(["a", "b"], cache)
     kept = mirror.table.views[int(rows[0])]
     store.apply(ADDED, topology({0: {"cpu": "500m"}}, name="b"))
     with mirror.lock:
-        again, lookups = mirror.sync(["b", "a"], cache, None)
+        again = mirror.sync(["b", "a"], cache)
     assert again.tolist() == rows[::-1].tolist()
     assert mirror.table.views[int(rows[0])] is kept
-    assert mirror.table.views[int(rows[1])] is lookups[0].view
+    assert mirror.table.views[int(rows[1])] is cache.get("b").view
     assert bool(np.asarray(mirror.table.fractional["cpu"][int(rows[1]), 0]))
+    assert mirror.lookups == 3  # a and b once, then b alone: a did not change
     assert mirror_of(cache) is mirror
 
 

@@ -219,6 +219,8 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
             self._successes((node,))
 
     def _successes(self, nodes: Iterable[str]) -> None:
+        if not self._streaking:
+            return  # the usual case: no node is failing, nothing to reset (nor to look at)
         for node in self._streaking.intersection(nodes):
             self._streaking.discard(node)
             st = self._nodes.get(node)
