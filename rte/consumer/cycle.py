@@ -150,7 +150,11 @@ def evaluate_nodes(
     allocatable: Mapping[str, Collection[str]] | None = None,
 ) -> Evaluation:
     """:func:`filter_nodes` and :func:`score_nodes` on the nodes that pass, in one pass: one
-    snapshot of the cache, one decision (what a scheduler using the library does per pod)."""
+    snapshot of the cache, one decision (what a scheduler using the library does per pod).
+
+    Pass the same tuple of names from one pod to the next: its rows are then remembered by
+    identity, and a cycle in which few nodes changed costs little more than the kernel itself.
+    """
     return _evaluate(prep, nodes, cache, allocatable, scorer)
 
 
@@ -161,7 +165,7 @@ def _evaluate(
     allocatable: Mapping[str, Collection[str]] | None,
     scorer: Scorer | None,
 ) -> Evaluation:
-    names = nodes if isinstance(nodes, list) else list(nodes)
+    names = nodes if isinstance(nodes, list | tuple) else list(nodes)
     mirror = mirror_of(cache)
     strategy = None if scorer is None else scorer.strategy
     with mirror.lock:
@@ -230,7 +234,7 @@ def score_nodes(
     ``scorer`` must have been built for ``prep`` (its strategy is used). Nodes are assumed to have
     passed Filter, as the scheduler only scores those; any node given is scored.
     """
-    names = nodes if isinstance(nodes, list) else list(nodes)
+    names = nodes if isinstance(nodes, list | tuple) else list(nodes)
     mirror = mirror_of(cache)
     with mirror.lock:
         rows = mirror.sync(names, cache, prep.pod)

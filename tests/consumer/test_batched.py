@@ -246,3 +246,19 @@ def test_a_request_in_which_nothing_changed_looks_up_no_node() -> None:
     world.store.apply(MODIFIED, an_nrt(rng, "n5", []))
     world.decide(pod, NODES)
     assert mirror.lookups - looked == 2  # n3 and n5, in the first of the three calls only
+
+
+def test_candidate_lists_map_to_rows_once_and_tuples_by_identity() -> None:
+    world = World(SETTINGS["passthrough-heartbeat"](), per_node=False)
+    mirror = mirror_of(world.cache)
+    first = mirror.rows(["n1", "n2"])
+    assert first.tolist() == [0, 1] and mirror.whole
+    assert mirror.rows(["n1", "n2"]) is first  # the same names: the remembered rows
+    names = ("n3", "n1", "n3")
+    rows = mirror.rows(names)
+    assert rows.tolist() == [2, 0, 2] and not mirror.whole
+    assert mirror.rows(names) is rows
+    assert mirror.rows(("n1", "n2", "n3")).tolist() == [0, 1, 2] and mirror.whole
+    mirror.rows(["n4"])
+    assert not mirror.whole and mirror.rows(("n1", "n2", "n3")).tolist() == [0, 1, 2]
+    assert not mirror.whole  # n4's row came since: no longer the whole table

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -53,22 +53,42 @@ class CacheMirror:
         self._current: Bools = np.zeros(self.table.capacity, np.bool_)
         """Per row: it holds the cache's answer as of :attr:`cursor`."""
         self._lists: dict[tuple[str, ...], tuple[Ints, bool]] = {}
+        self._tuples: dict[int, tuple[tuple[str, ...], Ints, bool]] = {}
+        """The same, by identity, for candidate lists given as tuples (immutable: the same
+        object always holds the same names), so that reusing one costs no look at its names."""
         self.whole = False
         """Whether the rows of the last :meth:`sync` are the whole table in order (a decision
         may then read whole columns, ``rows=None``, without gathering)."""
 
     def rows(self, names: Sequence[str]) -> Ints:
-        """The rows of ``names`` (added on first sight), in order; a row's index never changes."""
-        key = tuple(names)
-        known = self._lists.get(key)
-        if known is None:
-            rows = np.fromiter(map(self.table.row, key), np.int64, len(key))
-            if len(self._lists) >= _LISTS_KEPT:
-                del self._lists[next(iter(self._lists))]
-            known = self._lists[key] = (rows, bool((rows == np.arange(len(rows))).all()))
-        rows, in_order = known
+        """The rows of ``names`` (added on first sight), in order; a row's index never changes.
+
+        The rows of the last few lists are remembered: by content (a list equal to one seen costs
+        a comparison of names), and for a tuple by identity (no cost per name at all).
+        """
+        same = self._tuples.get(id(names)) if isinstance(names, tuple) else None
+        if same is not None and same[0] is names:
+            rows, in_order = same[1], same[2]
+        else:
+            key = names if isinstance(names, tuple) else tuple(names)
+            known = self._lists.get(key)
+            if known is None:
+                known = self._lists[key] = self._rows_of(key)
+                _keep_few(self._lists)
+            rows, in_order = known
+            if isinstance(names, tuple):
+                self._tuples[id(names)] = (names, rows, in_order)
+                _keep_few(self._tuples)
         self.whole = in_order and len(rows) == self.table.size
         return rows
+
+    def _rows_of(self, names: tuple[str, ...]) -> tuple[Ints, bool]:
+        found = list(map(self.table.index.get, names))
+        if None in found:  # new names: add their rows
+            row = self.table.row
+            found = [row(name) if at is None else at for name, at in zip(names, found, strict=True)]
+        rows = np.array(found, np.int64)
+        return rows, bool((rows == np.arange(len(rows))).all())
 
     def sync(self, names: Sequence[str], cache: _Serves, pod: Pod | None = None) -> Ints:
         """The rows of ``names``, each holding what the cache now serves for it. Call with
@@ -131,6 +151,11 @@ class CacheMirror:
         else:
             for row, view, flag in zip(changed, views, fresh, strict=True):
                 table.put(row, view, flag)
+
+
+def _keep_few(memo: dict[Any, Any]) -> None:
+    if len(memo) > _LISTS_KEPT:
+        del memo[next(iter(memo))]
 
 
 _MIRRORS: weakref.WeakKeyDictionary[object, CacheMirror] = weakref.WeakKeyDictionary()
