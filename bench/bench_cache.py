@@ -127,9 +127,11 @@ class _Cycles:
         return node
 
 
-def _measure(count: int, form: str, repeat: int, base_repeat: int) -> tuple[float, float]:
+def _measure(
+    cache: OverReserveCache, names: list[str], form: str, repeat: int, base_repeat: int
+) -> tuple[float, float]:
     """(ms per cycle through the batched cache, ms through the per-node baseline), medians."""
-    cache, names = _setup(count)
+    count = len(names)
     batched = _Cycles(cache, names)
     per_node = _Cycles(_PerNode(cache), names)  # type: ignore[arg-type]  # per-node methods only
     run: Callable[[_Cycles], str | None] = getattr(_Cycles, form)
@@ -154,8 +156,9 @@ def _row(what: str, ms: float, base: float, target: float | None) -> Row:
 def summary() -> list[Row]:
     rows = []
     for count, target, repeat in ((NODES, TARGET_MS, 31), (MANY_NODES, MANY_TARGET_MS, 9)):
+        cache, names = _setup(count)
         for form, label in (("library", "library evaluate_nodes"), ("extender", "filter then prioritize")):
-            ms, base = _measure(count, form, repeat, max(repeat // 3, 3))
+            ms, base = _measure(cache, names, form, repeat, max(repeat // 3, 3))
             what = f"through the reserve cache, {count} NRTs x {ZONES} zones, {label} ({HEADLINE})"
             rows.append(_row(what, ms, base, target if form == "library" else None))
     return rows

@@ -4,6 +4,7 @@ left to the scalar path when the kernel's arithmetic could not be exact."""
 from __future__ import annotations
 
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,9 +12,10 @@ import pytest
 from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.passthrough import PassthroughCache
 from rte.consumer.kernel.mirror import mirror_of
+from rte.consumer.kernel.rows import same_shape
 from rte.consumer.kernel.table import ABSENT, NodeTable, row_data
 from rte.consumer.least_numa import _single_zone_table, zones_at_minimum_distance
-from rte.consumer.numaview import NumaView, build_view
+from rte.consumer.numaview import NumaView, build_view, subtract_requests
 from rte.consumer.store import ADDED, NRTStore
 from rte.model.admission.node import NodeFacts
 from tests.consumer.test_kernel_differential import random_topology
@@ -79,6 +81,32 @@ def test_rows_written_one_by_one_equal_rows_written_at_once_including_rewrites()
     for k, name in enumerate(names):
         single.put(single.row(name), second[k], fresh[k], allocatable[k])
     assert _snapshot(single) == _snapshot(bulk)
+
+
+def test_a_row_rewritten_with_reservations_subtracted_equals_a_row_written_from_scratch() -> None:
+    rng = random.Random(11)
+    names = [f"n{i}" for i in range(80)]
+    bases = [build_view(random_topology(rng, n)) for n in names]
+    requests = [
+        [
+            {"cpu": rng.choice([1, Fraction(1, 2), 3]), "memory": rng.randrange(1, 8) * GI},
+            *[{"vendor.com/nic": 1}, {"hugepages-1Gi": GI}][: rng.randrange(3)],
+        ]
+        for _ in names
+    ]
+    derived = [subtract_requests(v, r) for v, r in zip(bases, requests, strict=True)]
+    again = [subtract_requests(v, r[:1]) for v, r in zip(derived, requests, strict=True)]
+    in_place = NodeTable.of(names, bases)
+    for k in range(len(names)):  # the amounts-only path: each view derived from the row's
+        in_place.put(k, derived[k], rng.random() < 0.9)
+        in_place.put(k, again[k], bool(in_place.fresh[k]))
+    scratch = NodeTable(capacity=len(names))
+    for k, name in enumerate(names):
+        scratch.put(scratch.row(name), again[k], bool(in_place.fresh[k]))
+    assert _snapshot(in_place) == _snapshot(scratch)
+    # every rewrite took the amounts-only path
+    assert all(same_shape(row_data(b), d) for b, d in zip(bases, derived, strict=True))
+    assert all(same_shape(row_data(d), a) for d, a in zip(derived, again, strict=True))
 
 
 def test_a_node_wider_than_the_table_widens_every_matrix() -> None:

@@ -19,125 +19,36 @@ node's view changes; the table keeps the view itself for the scalar path. Readin
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from rte.consumer.least_numa import zones_at_minimum_distance
-from rte.consumer.numaview import NumaView
-from rte.consumer.requests import units_key
-from rte.model.admission.node import NodeFacts
-from rte.model.topology_manager import (
-    POLICY_BEST_EFFORT,
-    POLICY_NONE,
-    POLICY_RESTRICTED,
-    POLICY_SINGLE_NUMA_NODE,
-    SCOPE_POD,
+from rte.consumer.kernel.rows import (
+    ABSENT,
+    EXACT_LIMIT,
+    POLICY_CODES,
+    UNKNOWN_POLICY,
+    Bools,
+    Ints,
+    RowData,
+    row_data,
+    same_shape,
 )
+from rte.consumer.numaview import NumaView
+from rte.model.admission.node import NodeFacts
 
-Ints = npt.NDArray[np.int64]
-Bools = npt.NDArray[np.bool_]
-
-EXACT_LIMIT = 2**53
-"""The largest amount the kernel handles: float64 holds every integer up to it, so the
-BalancedAllocation fractions equal Python's, and ``amount * 100 * weight`` stays in int64."""
-
-POLICY_CODES: Mapping[str, int] = {
-    POLICY_NONE: 0,
-    POLICY_BEST_EFFORT: 1,
-    POLICY_RESTRICTED: 2,
-    POLICY_SINGLE_NUMA_NODE: 3,
-}
-UNKNOWN_POLICY = -1
-ABSENT = -1
-"""The available amount of a zone that does not list the resource (or of an unused zone slot):
-below any request, which is at least 1 wherever the kernel compares."""
-
-
-@dataclass(frozen=True, slots=True)
-class RowData:
-    """One view as a table row stores it, extracted once per view."""
-
-    exact: bool
-    ids: tuple[int, ...]
-    available: Mapping[str, tuple[int, ...]]
-    """Per listed resource: the amount rounded down per position, ABSENT where unlisted."""
-    fractional: Mapping[str, tuple[bool, ...]]
-    """Per resource with some fractional amount: where the amount was rounded down."""
-    at_minimum: tuple[bool, ...]
-    policy: int
-    pod_scope: bool
-    prefer_closest: bool
-    memory_groups: bool
-    smt_threads: int
-    """Threads per core when ``full-pcpus-only``'s check applies, else 0."""
-    smt_physical: int
-    """Free physical CPUs for that check; -1 when the node does not publish them."""
-    max_numa_nodes: int
-    unknown_numa: frozenset[str]
-    units: tuple[object, ...]
-    """What decides the pod's admission units on this node (:func:`rte.consumer.requests.units_key`)."""
-    facts: NodeFacts
-
-
-_ROW_KEY = "kernel-row"
-
-
-def row_data(view: NumaView) -> RowData:
-    """What a table row holds of ``view``, memoised on the view."""
-    cached = view.local.get(_ROW_KEY)
-    if cached is not None:
-        return cached  # type: ignore[return-value]
-    count = len(view.ids)
-    exact = count >= 1
-    available: dict[str, tuple[int, ...]] = {}
-    fractional: dict[str, tuple[bool, ...]] = {}
-    for name, row in view.available.items():
-        listed = view.present.get(name, 0)
-        floors: list[int] = []
-        rounded: list[bool] = []
-        for position, amount in enumerate(row):
-            if not listed >> position & 1:
-                floors.append(ABSENT)
-                rounded.append(False)
-                continue
-            whole = amount if isinstance(amount, int) else math.floor(amount)
-            floors.append(whole)
-            rounded.append(whole != amount)
-            if whole < 0 or whole + 1 > EXACT_LIMIT:
-                exact = False
-        available[name] = tuple(floors)
-        if any(rounded):
-            fractional[name] = tuple(rounded)
-    facts, tm = view.facts, view.tm
-    policy = POLICY_CODES.get(facts.policy, UNKNOWN_POLICY)
-    pod_scope = facts.scope == SCOPE_POD
-    if policy == UNKNOWN_POLICY or tm.policy != facts.policy or tm.pod_scope != pod_scope:
-        exact = False  # Filter and Score would read different configs: leave it to the scalar path
-    at_minimum = zones_at_minimum_distance(view) if count else 0
-    smt = facts.full_pcpus_only and facts.threads_per_core is not None
-    data = RowData(
-        exact=exact,
-        ids=view.ids,
-        available=available,
-        fractional=fractional,
-        at_minimum=tuple(bool(at_minimum >> i & 1) for i in range(count)),
-        policy=policy,
-        pod_scope=pod_scope,
-        prefer_closest=facts.prefer_closest_numa,
-        memory_groups=bool(facts.memory_groups),
-        smt_threads=(facts.threads_per_core or 1) if smt else 0,
-        smt_physical=-1 if facts.available_physical_cpus is None else facts.available_physical_cpus,
-        max_numa_nodes=tm.max_numa_nodes,
-        unknown_numa=frozenset(facts.unknown_numa_devices),
-        units=units_key(facts),
-        facts=facts,
-    )
-    view.local[_ROW_KEY] = data
-    return data
+__all__ = [
+    "ABSENT",
+    "EXACT_LIMIT",
+    "POLICY_CODES",
+    "UNKNOWN_POLICY",
+    "Bools",
+    "Ints",
+    "NodeTable",
+    "RowData",
+    "row_data",
+]
 
 
 def _grown(array: npt.NDArray[np.generic], rows: int, width: int, fill: object) -> npt.NDArray[np.generic]:
@@ -297,7 +208,13 @@ class NodeTable:
         fresh: bool = True,
         allocatable: Collection[str] | None = None,
     ) -> None:
-        """(Re)write ``row`` from ``view`` (None: the node has no NRT)."""
+        """(Re)write ``row`` from ``view`` (None: the node has no NRT). When the row holds a view
+        that ``view`` differs from in amounts only (reservations added or removed), only the
+        amounts are written."""
+        old = self.views[row]
+        if view is not None and old is not None and same_shape(row_data(old), view):
+            self._put_amounts(row, view, fresh, allocatable)
+            return
         self.views[row] = view
         self.tokens[row] = (view, fresh)
         self.allocatable[row] = allocatable
@@ -331,6 +248,24 @@ class NodeTable:
         self.at_minimum[row] = False
         self.at_minimum[row, :count] = data.at_minimum
         self._facts(row, data)
+
+    def _put_amounts(
+        self, row: int, view: NumaView, fresh: bool, allocatable: Collection[str] | None
+    ) -> None:
+        data = row_data(view)
+        self.views[row] = view
+        self.tokens[row] = (view, fresh)
+        self.allocatable[row] = allocatable
+        self.allocatable_code[row] = self._allocatable(allocatable)
+        self.fresh[row] = fresh
+        self.exact[row] = data.exact
+        count = len(data.ids)
+        for name, floors in data.available.items():  # the same resources as the row's view
+            self.available[name][row, :count] = floors
+        for flags in self.fractional.values():
+            flags[row] = False
+        for name, rounded in data.fractional.items():
+            self._flags(name)[row, :count] = rounded
 
     def _facts(self, row: int, data: RowData | None) -> None:
         for attr, fill in self._FACT_COLUMNS:
