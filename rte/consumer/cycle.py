@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import compress
 
 import numpy as np
 
@@ -60,8 +61,7 @@ class FilterOutcome:
 
     @cached_property
     def passed(self) -> list[str]:
-        names = self._names
-        return [names[k] for k in np.flatnonzero(self._fits).tolist()]
+        return list(compress(self._names, self._fits.tolist()))
 
     @cached_property
     def reasons(self) -> dict[str, str]:
@@ -178,7 +178,7 @@ def _evaluate(
     fits = verdicts.fits
     marked_at = np.flatnonzero(~fits & fresh & has_view).tolist()
     unfresh_at = np.flatnonzero(~fits & ~fresh).tolist()
-    passed = (names[k] for k in np.flatnonzero(fits).tolist())
+    passed = compress(names, fits.tolist())
     marked = [names[k] for k in marked_at]
     unfresh = [names[k] for k in unfresh_at]
     if isinstance(cache, BatchedCache):
