@@ -11,6 +11,7 @@ in the same state.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -262,3 +263,37 @@ def test_candidate_lists_map_to_rows_once_and_tuples_by_identity() -> None:
     mirror.rows(["n4"])
     assert not mirror.whole and mirror.rows(("n1", "n2", "n3")).tolist() == [0, 1, 2]
     assert not mirror.whole  # n4's row came since: no longer the whole table
+
+
+class CountingLock:
+    """A re-entrant lock that counts its acquisitions."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.taken = 0
+
+    def __enter__(self) -> bool:
+        self.taken += 1
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+
+@pytest.mark.parametrize("mode", ["overreserve-history", "discardreserved"])
+def test_a_request_takes_the_cache_s_lock_a_fixed_number_of_times_whatever_the_node_count(mode: str) -> None:
+    taken = []
+    for count in (10, 300):
+        world = World(SETTINGS[mode](), per_node=False)
+        rng = random.Random(count)
+        names = [f"m{i}" for i in range(count)]
+        for name in names:
+            world.store.apply(ADDED, an_nrt(rng, name, []))
+        pod = a_pod(rng, "p")
+        prep = prepare_pod(pod)
+        filter_nodes(prep, names, world.cache)  # the first request looks every node up
+        lock = world.cache._lock = CountingLock()  # type: ignore[assignment]
+        outcome = filter_nodes(prep, names, world.cache)
+        score_nodes(prep, outcome.passed, world.cache, Scorer(prep, ScoringStrategy("LeastAllocated")))
+        taken.append(lock.taken)
+    assert taken[0] == taken[1] == 3  # filter: the snapshot and the bookkeeping; score: the snapshot
