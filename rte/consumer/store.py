@@ -55,6 +55,8 @@ class NRTStore:
         self._generation = 0
         self._changes = ChangeLog()
         """Every bump, in order: serial ``g`` is the change that made generation ``g + 1``."""
+        self._beats = ChangeLog()
+        """Every heartbeat change, in order (what the caches' staleness rule reads)."""
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -127,11 +129,13 @@ class NRTStore:
         with self._lock:
             if renew_time > self._heartbeats.get(node, float("-inf")):
                 self._heartbeats[node] = renew_time
+                self._beats.note(node)
 
     def forget_heartbeat(self, node: str) -> None:
         """The Lease was deleted: the node no longer has a heartbeat at all."""
         with self._lock:
-            self._heartbeats.pop(node, None)
+            if self._heartbeats.pop(node, None) is not None:
+                self._beats.note(node)
 
     def _bump(self, node: str) -> None:
         self._generation += 1
@@ -173,6 +177,19 @@ class NRTStore:
         ago to tell, or ``generation`` None), read atomically."""
         with self._lock:
             return self._generation, self._changes.since(generation)
+
+    def heartbeats_since(self, serial: int | None) -> tuple[int, dict[str, float | None] | None]:
+        """The heartbeat log's serial, and the latest heartbeat (None: none) of each node whose
+        heartbeat changed after ``serial``; None when too long ago to tell, or ``serial`` None."""
+        with self._lock:
+            names = self._beats.since(serial)
+            beats = None if names is None else {n: self._heartbeats.get(n) for n in names}
+            return self._beats.serial, beats
+
+    def heartbeats(self) -> tuple[int, dict[str, float]]:
+        """The heartbeat log's serial and every node's latest heartbeat, read atomically."""
+        with self._lock:
+            return self._beats.serial, dict(self._heartbeats)
 
     def heartbeat(self, node: str) -> float | None:
         """The last observed Lease renewal time of the node's agent, or None."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rte.consumer.cache.batched import Deadlines
 from rte.consumer.changelog import MIN_KEPT, ChangeLog
 from rte.consumer.store import ADDED, DELETED, NRTStore
 from rte.model.topology import NodeTopology, ResourceInfo, Zone
@@ -49,3 +50,31 @@ def test_the_store_names_the_nodes_changed_since_a_generation_and_skips_no_ops()
     assert now == store.generation == generation + 3
     assert changed == ["b", "a", "b"]
     assert store.changed_since(now) == (now, [])
+
+
+def test_deadlines_name_the_nodes_turning_stale_in_an_interval_and_forget_old_ones() -> None:
+    store = NRTStore()
+    store.observe_heartbeat("a", 100.0)
+    store.observe_heartbeat("b", 110.0)
+    deadlines = Deadlines()
+    deadlines.ingest(store, 30.0, now=115.0)
+    assert deadlines.due(115.0, 129.0) == []
+    assert deadlines.due(115.0, 131.0) == ["a"]  # a turns stale at 130
+    store.observe_heartbeat("a", 125.0)  # a beats again: stale at 155 now
+    deadlines.ingest(store, 30.0, now=131.0)
+    assert deadlines.due(131.0, 141.0) == ["b"]
+    assert deadlines.due(141.0, 156.0) == ["a"]
+    assert deadlines.due(100.0, 120.0) is None  # from before the deadlines were read: start over
+    for t in range(MIN_KEPT + 10):  # more beats than the store's log keeps
+        store.observe_heartbeat("c", 200.0 + t)
+    deadlines.ingest(store, 30.0, now=5000.0)  # behind the log: restarted from the latest beats
+    assert deadlines.entries == [(140.0, "b"), (155.0, "a"), (200.0 + MIN_KEPT + 9 + 30.0, "c")]
+    assert deadlines.due(4000.0, 5001.0) is None and deadlines.due(5000.0, 5001.0) == []
+
+
+def test_deadlines_already_due_are_dropped_once_they_outnumber_the_nodes() -> None:
+    deadlines = Deadlines(entries=[(float(t), "c") for t in range(MIN_KEPT + 20)], read=0, since=0.0)
+    deadlines.prune(now=MIN_KEPT + 10.0, nodes=1)
+    assert [d for d, _ in deadlines.entries] == [float(t) for t in range(MIN_KEPT + 10, MIN_KEPT + 20)]
+    assert deadlines.due(5.0, MIN_KEPT + 12.0) is None
+    assert deadlines.due(MIN_KEPT + 10.0, MIN_KEPT + 12.0) == ["c", "c", "c"]

@@ -82,9 +82,10 @@ class NRTCache(Protocol):
     def state_dump(self, now: float | None = None) -> dict[str, Any]: ...
 
 
-Cursor = tuple[int, int, bool]
+Cursor = tuple[int, int, int, float, bool]
 """Where a reader of a cache's changes stands: the store's generation, the cache's own change
-serial, and whether the cache's answers depended on the clock then (every node may change)."""
+serial, the store's heartbeat serial, the cache's clock then, and whether the cache's answers
+then depended on the clock in a way it does not track (every node may change)."""
 
 Select = Callable[[Collection[str] | None], Iterable[str]]
 """Given the nodes whose answer may have changed since a cursor (None: any node's may have), the

@@ -51,7 +51,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rte.consumer.cache import reconcile
-from rte.consumer.cache.batched import BatchedLookups, heartbeat_rule_on
+from rte.consumer.cache.batched import BatchedLookups, Deadlines
 from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
@@ -92,6 +92,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
         self._generation = 0
         self._changes = ChangeLog()  # whatever may change a node's lookup, but its store revision
         self._streaking: set[str] = set()  # nodes that may have a failure streak
+        self._deadlines = Deadlines()
         self._started_at = clock()
         self._history = self._config.reconcile is Reconcile.HISTORY
         # Zone-wise reservations need the whole view: not with load-filtered zones.
@@ -421,7 +422,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
                 st.unverified = True
 
     def _volatile(self, now: float) -> bool:
-        return heartbeat_rule_on(self._config) or self._in_startup(now)
+        return self._in_startup(now)
 
     def _in_startup(self, now: float) -> bool:
         return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from rte.consumer import load
-from rte.consumer.cache.batched import BatchedLookups
+from rte.consumer.cache.batched import BatchedLookups, Deadlines
 from rte.consumer.cache.config import CacheConfig, CacheMode
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
@@ -61,6 +61,7 @@ class PassthroughCache(BatchedLookups):
         self._views = _StoreViews(store, self._config)
         self._lock = threading.Lock()
         self._changes = ChangeLog()
+        self._deadlines = Deadlines()
 
     @property
     def generation(self) -> int:
