@@ -54,24 +54,34 @@ class Computed:
 def compute_topology(reading: NodeReading) -> Computed:
     """The canonical NodeTopology for ``reading`` (see :class:`~rte.agent.reading.NodeReading`)."""
     kubelet = reading.kubelet
+    sign: str | None = None
     if kubelet is None:
         accounting = account(reading.machine, reading.config)
         counted = None
     else:
         # A kubelet without GetAllocatableResources: allocatable comes from sysfs and the config.
         allocatable = kubelet.allocatable if kubelet.allocatable is not None else AllocatableResources()
-        accounting = account(reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints)
-        rules = reading.rules
-        counted = tuple(
-            fingerprint_pods(
-                kubelet.pods,
-                rules.method,
-                specs=reading.specs,
-                published_resources={r.name for z in accounting.zones for r in z.resources},
-                informer_mode=rules.informer_mode,
-                exclude=rules.exclude,
-            )
+        tally = kubelet.tally
+        if tally is not None:
+            tally.sync(kubelet.pods)
+        accounting = account(
+            reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints, tally=tally
         )
+        rules = reading.rules
+        if tally is not None and tally.clean and reading.specs is None and not rules.exclude:
+            counted, sign = tally.fingerprint(rules.method)
+        else:
+            counted = tuple(
+                fingerprint_pods(
+                    kubelet.pods,
+                    rules.method,
+                    specs=reading.specs,
+                    published_resources={r.name for z in accounting.zones for r in z.resources},
+                    informer_mode=rules.informer_mode,
+                    exclude=rules.exclude,
+                    listed_keys=tally.listed_keys() if tally is not None else None,
+                )
+            )
     if not accounting.consistent and reading.last_consistent:
         accounting = replace(accounting, zones=_capped(accounting.zones, reading.last_consistent))
     if reading.zone_attributes:
@@ -84,6 +94,7 @@ def compute_topology(reading: NodeReading) -> Computed:
         config=reading.config,
         fingerprint_pods=counted,
         fingerprint_method=reading.rules.method,
+        fingerprint=sign,
     )
     return Computed(topology, accounting, counted)
 

@@ -7,7 +7,7 @@ rules' overview are in :mod:`rte.agent.accounting`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from rte.model.quantity import Amount, QuantityFormat, format_quantity
@@ -51,6 +51,33 @@ class Finding:
         return self.kind in INCONSISTENT_KINDS
 
 
+MemoryHeld = tuple[str, tuple[int, ...], str, int]
+"""A memory block some pod holds: (who, for messages; its NUMA ids, sorted; memory type; bytes)."""
+DeviceHeld = tuple[str, str, str]
+"""A device some pod holds: (who, for messages; resource name; device id)."""
+
+
+class NeedsDetail(Exception):
+    """A rule was about to note a finding about one pod while working from sums over the pods
+    (:mod:`rte.agent.podtally`), which no longer say which pod. The caller starts again from the
+    pods themselves, so every finding names its pod exactly as a full computation does."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """What ``List`` says the pods hold, in the form the accounting rules read.
+
+    Built from the pods (:func:`rte.agent.accounting.held_by`, every entry naming its pod), or from
+    a tally's sums (``who`` empty: one entry per distinct block key or device). The rules only
+    sum, unite and test membership, so both give the same numbers; a rule that would note a
+    finding about an entry with an empty ``who`` raises :class:`NeedsDetail` instead.
+    """
+
+    cpus: frozenset[int]
+    memory: Collection[MemoryHeld]
+    devices: Collection[DeviceHeld]
+
+
 @dataclass
 class Amounts:
     """One resource of one zone while an accounting runs."""
@@ -72,6 +99,13 @@ class Ledger:
 
     def note(self, kind: str, detail: str) -> None:
         self.findings.append(Finding(kind, detail))
+
+    def note_about(self, who: str, kind: str, detail: str) -> None:
+        """A finding about what ``who`` (a pod, named in ``detail``) holds; :class:`NeedsDetail`
+        when ``who`` is empty (an entry summed over pods)."""
+        if not who:
+            raise NeedsDetail(kind)
+        self.note(kind, detail)
 
     def known(self, numa_ids: Sequence[int], what: str) -> list[int]:
         """The ids among ``numa_ids`` that are zones of this machine; each other id is a finding."""

@@ -67,10 +67,15 @@ def fingerprint_pods(
     published_resources: Collection[str] = (),
     informer_mode: InformerMode = InformerMode.DEDICATED,
     exclude: Iterable[PodGlob] = (),
+    listed_keys: Collection[tuple[str, str]] | None = None,
 ) -> list[tuple[str, str]]:
-    """The ``(namespace, name)`` pairs the fingerprint covers, in a stable order."""
+    """The ``(namespace, name)`` pairs the fingerprint covers, in a stable order.
+
+    ``listed_keys``: those of ``listed``, when the caller has them already.
+    """
     globs = tuple(exclude)
-    listed_keys = {(p.namespace, p.name) for p in listed}
+    if listed_keys is None:
+        listed_keys = {(p.namespace, p.name) for p in listed}
     chosen: list[tuple[str, str]] = []
     if specs is not None:
         for key, pod in specs.items():

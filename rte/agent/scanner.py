@@ -39,6 +39,7 @@ from typing import Generic, TypeVar
 from rte.agent.accounting import Accounting
 from rte.agent.compute import compute_topology
 from rte.agent.kubelet import KubeletReader, Listing
+from rte.agent.podtally import PodTally
 from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig, check_against_machine
@@ -219,6 +220,7 @@ class Scanner:
         self._allocatable_supported = True
         self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
+        self.tally = PodTally()  # sums over the listed pods, kept across scans
         self._listing_current = False  # no kubelet call failed since self.listing was made
         self._heard = False  # a kubelet call answered during the current scan
 
@@ -301,7 +303,7 @@ class Scanner:
         if fresh_list or not self._listing_current or self.listing is None:
             self.poll()
         assert self.listing is not None
-        return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read())
+        return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read(), self.tally)
 
     def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
         """Read the node; ``fresh_list`` False reuses the last List (a poll just made it), unless
