@@ -2,9 +2,11 @@
 
 The podresources API has no Watch, so the agent polls List a few times a second. At that rate
 the cost of turning the response into :mod:`rte.podres.types` matters (about 7 ms for 250 pods
-against 0.1 ms to parse the protobuf), so each poll computes a digest of the wire bytes and
-decodes only when they changed, and then only the pods it has not decoded before (kept in a
-small cache keyed by each pod's own bytes). ``GetAllocatableResources``, re-read every few
+against 0.1 ms to parse the protobuf), so each poll computes a digest of the response's bytes
+as received and, only when they changed, cuts them into each pod's bytes
+(:mod:`rte.podres.wire`) and decodes the pods it has not decoded before (kept in a small cache
+keyed by each pod's own bytes). The pods it has seen come back as the same objects, which is
+what lets :mod:`rte.agent.podtally` skip them. ``GetAllocatableResources``, re-read every few
 seconds for device health, is decoded again only when its bytes changed too.
 
 A scenario directory (``rte run --podresources DIR``) is read through
@@ -66,21 +68,27 @@ class SocketReader:
 
     def list(self) -> Listing:
         from rte.podres import convert
+        from rte.podres.v1 import api_pb2
+        from rte.podres.wire import split_pods
 
-        # The raw message keeps the client's error mapping and rate limit but skips the slow
-        # conversion, which only the pods that changed go through below.
-        message = self._client.list_message()
-        wire = message.SerializeToString(deterministic=True)
+        # The response's own bytes keep the client's error mapping and rate limit but skip
+        # decoding: an unchanged List is one digest, and only the pods whose bytes are new go
+        # through the slow conversion below.
+        wire = self._client.list_wire()
         digest = hashlib.blake2b(wire, digest_size=16).digest()
         if self._last is not None and self._last.digest == digest:
             return self._last
+        chunks = split_pods(wire)
+        if chunks is None:  # not the plain form: decode it all, which reports what is wrong
+            message = self._client.decode("List", wire, api_pb2.ListPodResourcesResponse)
+            chunks = [msg.SerializeToString(deterministic=True) for msg in message.pod_resources]
         source = f"kubelet List response from {self.endpoint}"
-        cache: dict[bytes, PodResources] = {}
+        old, cache = self._cache, dict[bytes, PodResources]()
         pods = []
-        for i, msg in enumerate(message.pod_resources):
-            data = msg.SerializeToString(deterministic=True)
-            pod = self._cache.get(data) or cache.get(data)
+        for i, data in enumerate(chunks):
+            pod = old.get(data) or cache.get(data)
             if pod is None:
+                msg = self._client.decode("List", data, api_pb2.PodResources)
                 pod = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
             cache[data] = pod
             pods.append(pod)

@@ -188,7 +188,8 @@ class Scanner:
     """Reads the node into a :class:`~rte.agent.reading.NodeReading`; used by the loop thread only.
 
     ``reader`` None: there is no kubelet to ask (``rte dump`` when nothing answers); readings then
-    hold the machine and the kubelet config only.
+    hold the machine and the kubelet config only. ``pod_tally`` False: no running sums over the
+    pods (:mod:`rte.agent.podtally`), each scan accounts every pod (same result, slower).
     """
 
     def __init__(
@@ -202,6 +203,7 @@ class Scanner:
         checkpoints: CheckpointFiles | None = None,
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
+        pod_tally: bool = True,
     ) -> None:
         self._node_name = node_name
         self.reader = reader
@@ -220,7 +222,9 @@ class Scanner:
         self._allocatable_supported = True
         self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
-        self.tally = PodTally()  # sums over the listed pods, kept across scans
+        # Sums over the listed pods, kept across scans (None: every scan walks every pod, the
+        # benchmarks' baseline).
+        self.tally = PodTally() if pod_tally else None
         self._listing_current = False  # no kubelet call failed since self.listing was made
         self._heard = False  # a kubelet call answered during the current scan
 
