@@ -35,10 +35,10 @@ from rte.agent.listcheck import pod_is_clean
 from rte.agent.memory_accounting import held_memory
 from rte.agent.podset import has_exclusive_assignment
 from rte.model import fingerprint as fp
+from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.types import PodResources
 
-PodKey = tuple[str, str]
 MemoryKey = tuple[tuple[int, ...], str]
 """(sorted NUMA ids, memory type) of a block."""
 
