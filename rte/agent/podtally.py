@@ -24,6 +24,7 @@ pod's holding (:class:`~rte.agent.ledger.NeedsDetail`).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import Counter
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -94,19 +95,43 @@ class _Sorted:
         del self.hashes[bisect_left(self.hashes, facts.hash)]
 
 
+@dataclass(frozen=True)
+class PodChange:
+    """How one List's pods differ from the previous one's, by identity (a reader that knows it
+    says so, and the tally then does no work for the pods that stayed).
+
+    ``gone`` and ``new`` are multisets: an object listed twice and then once is ``gone`` once.
+    """
+
+    before: Sequence[PodResources]
+    gone: Sequence[PodResources]
+    new: Sequence[PodResources]
+
+
+def identity_change(before: Sequence[PodResources], after: Sequence[PodResources]) -> PodChange:
+    """The change from ``before`` to ``after``, found by comparing every object's identity."""
+    old, now = Counter(map(id, before)), Counter(map(id, after))
+    objects = {id(p): p for p in (*before, *after)}
+    return PodChange(
+        before,
+        [objects[i] for i, n in (old - now).items() for _ in range(n)],
+        [objects[i] for i, n in (now - old).items() for _ in range(n)],
+    )
+
+
 class PodTally:
     """The sums over the pods of the last :meth:`sync`; one per reader, used by one thread."""
 
     def __init__(self) -> None:
-        self._pods: Sequence[PodResources] | None = None
+        self._pods: Sequence[PodResources] = ()
         self._counted: dict[int, tuple[PodResources, PodFacts]] = {}
+        self._listed: dict[int, int] = {}  # times each counted object is listed
         self._keys: dict[PodKey, int] = {}
         self._cpus: dict[int, int] = {}
         self._devices: dict[tuple[str, str], int] = {}
         self._memory: dict[MemoryKey, tuple[int, int]] = {}
         self._unclean = 0  # pods whose facts say they give a finding alone
-        self._twice = 0  # pod keys, CPUs and devices counted more than once
-        self._whole = True  # False while one object is listed twice (a duplicate the ids hide)
+        self._twice = 0  # pod keys, CPUs, devices and objects counted more than once
         self._all = _Sorted()
         self._exclusive = _Sorted()
         self.facts_computed = 0
@@ -115,24 +140,38 @@ class PodTally:
     @property
     def clean(self) -> bool:
         """True when accounting from the pods would note no finding about the List itself."""
-        return self._whole and not self._unclean and not self._twice
+        return not self._unclean and not self._twice
 
-    def sync(self, pods: Sequence[PodResources]) -> None:
-        """Bring the sums to ``pods``: only pods not counted yet have their facts computed."""
+    def sync(self, pods: Sequence[PodResources], change: PodChange | None = None) -> None:
+        """Bring the sums to ``pods``: only pods not counted yet have their facts computed.
+
+        ``change``: how ``pods`` differ from the last synced ones, when the caller knows; used
+        only if its ``before`` is those very pods (otherwise every identity is compared).
+        """
         if pods is self._pods:
             return
-        listed = dict(zip(map(id, pods), pods, strict=True))
-        self._whole = len(listed) == len(pods)
-        counted = self._counted
-        for gone in counted.keys() - listed.keys():
-            self._count(counted.pop(gone)[1], -1)
-        for new in listed.keys() - counted.keys():
-            pod = listed[new]
-            facts = pod_facts(pod)
-            self.facts_computed += 1
-            counted[new] = (pod, facts)
-            self._count(facts, +1)
+        if change is None or change.before is not self._pods:
+            change = identity_change(self._pods, pods)
+        for pod in change.gone:
+            self._drop(pod)
+        for pod in change.new:
+            self._take(pod)
         self._pods = pods
+
+    def _take(self, pod: PodResources) -> None:
+        listed = self._listed.get(id(pod), 0)
+        self._twice += _bump(self._listed, id(pod), +1)
+        if listed:
+            return
+        facts = pod_facts(pod)
+        self.facts_computed += 1
+        self._counted[id(pod)] = (pod, facts)
+        self._count(facts, +1)
+
+    def _drop(self, pod: PodResources) -> None:
+        self._twice += _bump(self._listed, id(pod), -1)
+        if id(pod) not in self._listed:
+            self._count(self._counted.pop(id(pod))[1], -1)
 
     def held(self) -> Held:
         """The sums, for the accounting rules (entries name no pod; see the module docstring)."""
@@ -142,9 +181,9 @@ class PodTally:
             devices=[("", res, device) for res, device in self._devices],
         )
 
-    def listed_keys(self) -> Collection[PodKey] | None:
-        """The (namespace, name) of every listed pod; None while one object is listed twice."""
-        return self._keys.keys() if self._whole else None
+    def listed_keys(self) -> Collection[PodKey]:
+        """The (namespace, name) of every listed pod."""
+        return self._keys.keys()
 
     def fingerprint(self, method: FingerprintMethod) -> tuple[tuple[PodKey, ...], str]:
         """The pods the fingerprint covers without pod specs or exclusions, and its value.

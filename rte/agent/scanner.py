@@ -307,6 +307,8 @@ class Scanner:
         if fresh_list or not self._listing_current or self.listing is None:
             self.poll()
         assert self.listing is not None
+        if self.tally is not None:  # with the reader's word on what changed, when it has one
+            self.tally.sync(self.listing.pods, self.listing.change)
         return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read(), self.tally)
 
     def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
