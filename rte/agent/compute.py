@@ -68,7 +68,17 @@ def compute_topology(reading: NodeReading) -> Computed:
             reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints, tally=tally
         )
         rules = reading.rules
-        if tally is not None and tally.clean and reading.specs is None and not rules.exclude:
+        published = {r.name for z in accounting.zones for r in z.resources}
+        if tally is not None and reading.specs is not None:
+            counted, sign = tally.specs.fingerprint(
+                reading.specs,
+                tally.listed_keys(),
+                rules.method,
+                published_resources=published,
+                informer_mode=rules.informer_mode,
+                exclude=rules.exclude,
+            )
+        elif tally is not None and tally.clean and not rules.exclude:
             counted, sign = tally.fingerprint(rules.method)
         else:
             counted = tuple(
@@ -76,10 +86,9 @@ def compute_topology(reading: NodeReading) -> Computed:
                     kubelet.pods,
                     rules.method,
                     specs=reading.specs,
-                    published_resources={r.name for z in accounting.zones for r in z.resources},
+                    published_resources=published,
                     informer_mode=rules.informer_mode,
                     exclude=rules.exclude,
-                    listed_keys=tally.listed_keys() if tally is not None else None,
                 )
             )
     if not accounting.consistent and reading.last_consistent:

@@ -34,7 +34,7 @@ from rte.agent.device_accounting import held_devices
 from rte.agent.ledger import Held
 from rte.agent.listcheck import pod_is_clean
 from rte.agent.memory_accounting import held_memory
-from rte.agent.podset import has_exclusive_assignment
+from rte.agent.podset import SpecVerdicts, has_exclusive_assignment
 from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
@@ -136,6 +136,8 @@ class PodTally:
         self._exclusive = _Sorted()
         self.facts_computed = 0
         """How many times a pod's facts were computed: what a changed pod costs, counted."""
+        self.specs = SpecVerdicts()
+        """The fingerprint's verdicts on the pod specs from the API, kept alongside."""
 
     @property
     def clean(self) -> bool:
