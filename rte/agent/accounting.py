@@ -91,7 +91,8 @@ class Accounting:
 
 def _costs(machine: Machine, zone: int) -> tuple[Cost, ...]:
     distances = machine.node(zone).distances
-    return tuple(Cost(zone_name(j), d) for j, d in sorted(distances.items()) if j in machine.node_ids)
+    known = machine.node_ids
+    return tuple(Cost(zone_name(j), d) for j, d in sorted(distances.items()) if j in known)
 
 
 def held_by(pods: Sequence[PodResources]) -> Held:
