@@ -116,7 +116,7 @@ def run(window: float, changes: int) -> dict[str, float]:
                     else:
                         kubelet.remove_pod("bench", "churn")
                     changed_at = time.monotonic()
-                    _wait(lambda b=before: _version(api) != b, 10, f"change {i} to be published")  # type: ignore[misc]
+                    _wait(lambda b=before: _version(api) != b, 10, f"change {i} to be published")
                     latencies.append(time.monotonic() - changed_at)
                     # Well apart (each change is its own event), at a random phase of the 500 ms
                     # List poll, so the figures sample the whole poll period.

@@ -95,6 +95,7 @@ def run(pods: int = 250) -> dict[str, float]:
             def cold() -> None:
                 s = scanner()
                 assert s.scan(fresh_list=True).topology == last
+                assert s.reader is not None
                 s.reader.close()
 
             listed = kubelet.pods()
@@ -127,8 +128,9 @@ def run(pods: int = 250) -> dict[str, float]:
             warm.poll()
             results["poll_ms"] = median_seconds(lambda: warm.poll() and None, repeat=31) * 1000
             assert not warm.poll()
-            warm.reader.close()
-            full.reader.close()
+            for done in (warm, full):
+                assert done.reader is not None
+                done.reader.close()
     return results
 
 
