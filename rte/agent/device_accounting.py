@@ -79,10 +79,10 @@ def account_devices(
     for key in used:
         for zone in where[key]:
             ledger.at(zone, key[0]).used += 1
-    for resource, _ in where:
-        for zone in ledger.zones:
-            if resource in ledger.zones[zone]:
-                amounts = ledger.at(zone, resource)
+    for resource in {resource for resource, _ in where}:  # once per resource, not per device
+        for amounts_of in ledger.zones.values():
+            amounts = amounts_of.get(resource)
+            if amounts is not None:
                 amounts.capacity = amounts.allocatable
     counts = {res: len(ids) for res, ids in sorted(nowhere.items()) if ids}
     return DeviceAccounting(
