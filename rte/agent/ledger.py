@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from rte.model.quantity import Amount, QuantityFormat, format_quantity
 from rte.model.topology import ResourceInfo, zone_name
@@ -33,6 +34,7 @@ numbers are kept at or below the last consistent computation's (:mod:`rte.agent.
 the agent reports it through :attr:`rte.agent.compute.Computed.consistent`."""
 
 
+@cache  # a node has one or two page sizes, named for every zone on every cycle
 def hugepages_resource(page_size_bytes: int) -> str:
     """The kubelet's resource name for a hugepage size (2 MiB -> ``hugepages-2Mi``)."""
     return HUGEPAGES_PREFIX + format_quantity(page_size_bytes, QuantityFormat.BINARY_SI)
