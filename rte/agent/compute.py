@@ -4,7 +4,10 @@
 :func:`compute_topology`, so they always produce the same object for the same reading:
 accounting (:func:`rte.agent.accounting.account`), the fingerprinted pod set
 (:func:`rte.agent.podset.fingerprint_pods`), the zone attributes, then the object
-(:func:`rte.agent.builder.build_topology`).
+(:func:`rte.agent.builder.build_topology`). A reading that carries its reader's pod tally
+(:mod:`rte.agent.podtally`) is computed from sums kept across cycles, and the fingerprint from
+verdicts kept per pod, instead of from every pod: the same object, at a cost that follows the
+pods that changed.
 
 **Inconsistent kubelet data.** When the kubelet's data contradicts itself (a pod listed twice,
 a CPU or device assigned twice, a memory block on a NUMA node the machine lacks, empty names:
