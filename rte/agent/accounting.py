@@ -43,23 +43,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rte.agent.cpu_accounting import account_cpu_bound, account_cpu_pool, threads_per_core
-from rte.agent.device_accounting import account_devices
-from rte.agent.ledger import MEMORY, Finding, Ledger, hugepages_resource
+from rte.agent.cpu_accounting import account_cpu_bound, account_cpu_pool, listed_cpus, threads_per_core
+from rte.agent.device_accounting import account_devices, held_devices
+from rte.agent.ledger import MEMORY, Finding, Held, Ledger, NeedsDetail, hugepages_resource
 from rte.agent.listcheck import check_listing
 from rte.agent.memory_accounting import (
     account_memory_bound,
     account_memory_pool,
+    held_memory,
     hugepage_sizes,
     memory_groups,
 )
+from rte.agent.podtally import PodTally
 from rte.agent.reading import NO_CHECKPOINTS, Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import Machine
 from rte.model.topology import Cost, ResourceInfo, Zone, zone_name
 from rte.podres.types import AllocatableResources, PodResources
 
-__all__ = ["Accounting", "Finding", "account", "hugepages_resource"]
+__all__ = ["Accounting", "Finding", "account", "held_by", "hugepages_resource"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,13 @@ class Accounting:
 
 def _costs(machine: Machine, zone: int) -> tuple[Cost, ...]:
     distances = machine.node(zone).distances
-    return tuple(Cost(zone_name(j), d) for j, d in sorted(distances.items()) if j in machine.node_ids)
+    known = machine.node_ids
+    return tuple(Cost(zone_name(j), d) for j, d in sorted(distances.items()) if j in known)
+
+
+def held_by(pods: Sequence[PodResources]) -> Held:
+    """What ``pods`` hold, each entry naming its pod."""
+    return Held(listed_cpus(pods), held_memory(pods), held_devices(pods))
 
 
 def account(
@@ -98,6 +106,8 @@ def account(
     allocatable: AllocatableResources | None = None,
     pods: Sequence[PodResources] = (),
     checkpoints: Checkpoints = NO_CHECKPOINTS,
+    *,
+    tally: PodTally | None = None,
 ) -> Accounting:
     """Compute every zone of ``machine``. ``config``/``allocatable`` None mean "not known".
 
@@ -107,10 +117,29 @@ def account(
 
     Without a config, the policies are inferred from what the kubelet reports: CPU ids in
     allocatable imply a static CPU manager, memory blocks a Static memory manager.
+
+    ``tally``: running sums over the same ``pods`` (:mod:`rte.agent.podtally`, synced by the
+    caller); the result is the same, at a cost that does not grow with the pods.
     """
+    if tally is not None and tally.clean:
+        try:
+            return _account(Ledger(machine.node_ids), machine, config, allocatable, tally.held(), checkpoints)
+        except NeedsDetail:
+            pass  # a finding about one pod: the pods themselves name it
     ledger = Ledger(machine.node_ids)
     pods, listing_findings = check_listing(pods)
     ledger.findings.extend(listing_findings)
+    return _account(ledger, machine, config, allocatable, held_by(pods), checkpoints)
+
+
+def _account(
+    ledger: Ledger,
+    machine: Machine,
+    config: KubeletConfig | None,
+    allocatable: AllocatableResources | None,
+    held: Held,
+    checkpoints: Checkpoints,
+) -> Accounting:
     hardware_only = config is None and allocatable is None
     if hardware_only:
         # Per-zone hardware figures; allocatable and available are set to capacity below.
@@ -125,16 +154,18 @@ def account(
 
     physical: int | None = None
     if cpu_bound:
-        physical = account_cpu_bound(ledger, machine, config, allocatable, pods, checkpoints.cpu)
+        physical = account_cpu_bound(ledger, machine, config, allocatable, held.cpus, checkpoints.cpu)
     else:
         account_cpu_pool(ledger, machine, config)
     groups: tuple[tuple[int, ...], ...] = ()
     if memory_bound:
-        account_memory_bound(ledger, machine, config, allocatable, pods, memory_resources, checkpoints.memory)
-        groups = memory_groups(ledger, checkpoints.memory, pods)
+        account_memory_bound(
+            ledger, machine, config, allocatable, held.memory, memory_resources, checkpoints.memory
+        )
+        groups = memory_groups(ledger, checkpoints.memory, held.memory)
     else:
         account_memory_pool(ledger, machine, config, memory_resources)
-    devices = account_devices(ledger, allocatable, pods)
+    devices = account_devices(ledger, allocatable, held.devices)
 
     zones = tuple(
         Zone(name=zone_name(z), costs=_costs(machine, z), resources=ledger.resources(z)) for z in ledger.zones

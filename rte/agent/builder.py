@@ -123,11 +123,13 @@ def build_topology(
     config: KubeletConfig | None,
     fingerprint_pods: Sequence[tuple[str, str]] | None,
     fingerprint_method: FingerprintMethod,
+    fingerprint: str | None = None,
 ) -> NodeTopology:
     """The canonical object for this node.
 
     ``config`` None (no kubelet config known): no Topology Manager attributes, no
     ``topologyPolicies``. ``fingerprint_pods`` None: nothing was counted, so no fingerprint.
+    ``fingerprint``: the fingerprint of ``fingerprint_pods`` when the caller has it already.
     """
     attrs: dict[str, str] = {}
     annotations: dict[str, str] = {}
@@ -137,7 +139,7 @@ def build_topology(
         policies = (legacy_topology_policy(config),)
     attrs.update(accounting_attributes(accounting, config))
     if fingerprint_pods is not None:
-        sign = fp.compute(fingerprint_pods)
+        sign = fingerprint if fingerprint is not None else fp.compute(fingerprint_pods)
         attrs[fp.ATTRIBUTE] = sign
         attrs[fp.ATTRIBUTE_METHOD] = fingerprint_method.value
         annotations[fp.ANNOTATION] = sign

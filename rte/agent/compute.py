@@ -4,7 +4,10 @@
 :func:`compute_topology`, so they always produce the same object for the same reading:
 accounting (:func:`rte.agent.accounting.account`), the fingerprinted pod set
 (:func:`rte.agent.podset.fingerprint_pods`), the zone attributes, then the object
-(:func:`rte.agent.builder.build_topology`).
+(:func:`rte.agent.builder.build_topology`). A reading that carries its reader's pod tally
+(:mod:`rte.agent.podtally`) is computed from sums kept across cycles, and the fingerprint from
+verdicts kept per pod, instead of from every pod: the same object, at a cost that follows the
+pods that changed.
 
 **Inconsistent kubelet data.** When the kubelet's data contradicts itself (a pod listed twice,
 a CPU or device assigned twice, a memory block on a NUMA node the machine lacks, empty names:
@@ -54,24 +57,43 @@ class Computed:
 def compute_topology(reading: NodeReading) -> Computed:
     """The canonical NodeTopology for ``reading`` (see :class:`~rte.agent.reading.NodeReading`)."""
     kubelet = reading.kubelet
+    sign: str | None = None
     if kubelet is None:
         accounting = account(reading.machine, reading.config)
         counted = None
     else:
         # A kubelet without GetAllocatableResources: allocatable comes from sysfs and the config.
         allocatable = kubelet.allocatable if kubelet.allocatable is not None else AllocatableResources()
-        accounting = account(reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints)
+        tally = kubelet.tally
+        if tally is not None:
+            tally.sync(kubelet.pods)
+        accounting = account(
+            reading.machine, reading.config, allocatable, kubelet.pods, kubelet.checkpoints, tally=tally
+        )
         rules = reading.rules
-        counted = tuple(
-            fingerprint_pods(
-                kubelet.pods,
+        published = {r.name for z in accounting.zones for r in z.resources}
+        if tally is not None and reading.specs is not None:
+            counted, sign = tally.specs.fingerprint(
+                reading.specs,
+                tally.listed_keys(),
                 rules.method,
-                specs=reading.specs,
-                published_resources={r.name for z in accounting.zones for r in z.resources},
+                published_resources=published,
                 informer_mode=rules.informer_mode,
                 exclude=rules.exclude,
             )
-        )
+        elif tally is not None and tally.clean and not rules.exclude:
+            counted, sign = tally.fingerprint(rules.method)
+        else:
+            counted = tuple(
+                fingerprint_pods(
+                    kubelet.pods,
+                    rules.method,
+                    specs=reading.specs,
+                    published_resources=published,
+                    informer_mode=rules.informer_mode,
+                    exclude=rules.exclude,
+                )
+            )
     if not accounting.consistent and reading.last_consistent:
         accounting = replace(accounting, zones=_capped(accounting.zones, reading.last_consistent))
     if reading.zone_attributes:
@@ -84,6 +106,7 @@ def compute_topology(reading: NodeReading) -> Computed:
         config=reading.config,
         fingerprint_pods=counted,
         fingerprint_method=reading.rules.method,
+        fingerprint=sign,
     )
     return Computed(topology, accounting, counted)
 

@@ -70,7 +70,7 @@ def account_cpu_bound(
     machine: Machine,
     config: KubeletConfig | None,
     allocatable: AllocatableResources | None,
-    pods: Sequence[PodResources],
+    listed: frozenset[int],
     state: CpuManagerState | None,
 ) -> int:
     """Charge the held CPUs per zone; return the CPU manager's count of free physical CPUs.
@@ -78,7 +78,8 @@ def account_cpu_bound(
     That count is what the ``full-pcpus-only`` check compares a request with
     (kubernetes/kubernetes ``pkg/kubelet/cm/cpumanager/policy_static.go``,
     ``GetAvailablePhysicalCPUs``): the shared pool minus every reserved CPU and its core
-    siblings. Reserved CPUs are those the kubelet does not offer as allocatable.
+    siblings. Reserved CPUs are those the kubelet does not offer as allocatable. ``listed``: the
+    CPUs ``List`` reports as assigned (:func:`listed_cpus`).
     """
     cpu_node = machine.cpu_to_node()
     machine_cpus = frozenset(cpu_node)
@@ -89,7 +90,6 @@ def account_cpu_bound(
         alloc_cpus = machine_cpus - reserved
     for cpu in sorted(alloc_cpus - machine_cpus):
         ledger.note("unknown_cpu", f"allocatable CPU {cpu} is not on any NUMA node of this machine")
-    listed = listed_cpus(pods)
     for cpu in sorted(listed - alloc_cpus):
         ledger.note("unknown_cpu", f"assigned CPU {cpu} is not allocatable")
     held = listed

@@ -18,10 +18,10 @@ How the kubelet's device manager hints a device resource (kubernetes/kubernetes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rte.agent.ledger import Ledger
+from rte.agent.ledger import DeviceHeld, Ledger
 from rte.podres.types import AllocatableResources, PodResources
 
 
@@ -35,8 +35,19 @@ class DeviceAccounting:
     """Devices of aligned resources that match no NUMA node: no hint for a request needing them."""
 
 
+def held_devices(pods: Iterable[PodResources]) -> list[DeviceHeld]:
+    """Every device id the pods' containers hold, with its pod's label."""
+    return [
+        (f"pod {pod.namespace}/{pod.name}", dev.resource_name, device_id)
+        for pod in pods
+        for container in pod.containers
+        for dev in container.devices
+        for device_id in dev.device_ids
+    ]
+
+
 def account_devices(
-    ledger: Ledger, allocatable: AllocatableResources | None, pods: Sequence[PodResources]
+    ledger: Ledger, allocatable: AllocatableResources | None, held: Iterable[DeviceHeld]
 ) -> DeviceAccounting:
     """Charge the zones' devices; return the devices that belong to no zone."""
     if allocatable is None:
@@ -58,26 +69,20 @@ def account_devices(
         for zone in attached:
             ledger.at(zone, resource).allocatable += 1
     used: set[tuple[str, str]] = set()
-    for pod in pods:
-        for container in pod.containers:
-            for dev in container.devices:
-                for device_id in dev.device_ids:
-                    key = (dev.resource_name, device_id)
-                    if key in where:
-                        used.add(key)
-                    elif device_id not in nowhere.get(dev.resource_name, set()):
-                        ledger.note(
-                            "unknown_device",
-                            f"pod {pod.namespace}/{pod.name} holds {dev.resource_name} {device_id},"
-                            " which is not allocatable",
-                        )
+    for who, resource, device_id in held:
+        key = (resource, device_id)
+        if key in where:
+            used.add(key)
+        elif device_id not in nowhere.get(resource, set()):
+            detail = f"{who} holds {resource} {device_id}, which is not allocatable"
+            ledger.note_about(who, "unknown_device", detail)
     for key in used:
         for zone in where[key]:
             ledger.at(zone, key[0]).used += 1
-    for resource, _ in where:
-        for zone in ledger.zones:
-            if resource in ledger.zones[zone]:
-                amounts = ledger.at(zone, resource)
+    for resource in {resource for resource, _ in where}:  # once per resource, not per device
+        for amounts_of in ledger.zones.values():
+            amounts = amounts_of.get(resource)
+            if amounts is not None:
                 amounts.capacity = amounts.allocatable
     counts = {res: len(ids) for res, ids in sorted(nowhere.items()) if ids}
     return DeviceAccounting(

@@ -2,9 +2,11 @@
 
 The podresources API has no Watch, so the agent polls List a few times a second. At that rate
 the cost of turning the response into :mod:`rte.podres.types` matters (about 7 ms for 250 pods
-against 0.1 ms to parse the protobuf), so each poll computes a digest of the wire bytes and
-decodes only when they changed, and then only the pods it has not decoded before (kept in a
-small cache keyed by each pod's own bytes). ``GetAllocatableResources``, re-read every few
+against 0.1 ms to parse the protobuf), so each poll computes a digest of the response's bytes
+as received and, only when they changed, cuts them into each pod's bytes
+(:mod:`rte.podres.wire`) and decodes the pods it has not decoded before (kept in a small cache
+keyed by each pod's own bytes). The pods it has seen come back as the same objects, which is
+what lets :mod:`rte.agent.podtally` skip them. ``GetAllocatableResources``, re-read every few
 seconds for device health, is decoded again only when its bytes changed too.
 
 A scenario directory (``rte run --podresources DIR``) is read through
@@ -17,22 +19,29 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from rte.agent.podtally import PodChange, identity_change
 from rte.podres.types import AllocatableResources, PodResources
 
 if TYPE_CHECKING:
     from rte.podres.client import PodResourcesClient
+    from rte.podres.wire import Records
 
 
 @dataclass(frozen=True)
 class Listing:
-    """One List result and its digest (equal digests mean equal lists)."""
+    """One List result and its digest (equal digests mean equal lists).
+
+    ``change``: how ``pods`` differ from the reader's previous List, by identity, when the
+    reader knows (:class:`SocketReader`); the pod tally then skips the pods that stayed.
+    """
 
     digest: bytes
     pods: tuple[PodResources, ...]
+    change: PodChange | None = field(default=None, compare=False, repr=False)
 
 
 class KubeletReader(Protocol):
@@ -57,7 +66,7 @@ class SocketReader:
     def __init__(self, client: PodResourcesClient) -> None:
         self._client = client
         self.endpoint = client.endpoint
-        self._cache: dict[bytes, PodResources] = {}
+        self._records: Records | None = None  # the last List's records, one per pod of _last
         self._last: Listing | None = None
         self._allocatable: tuple[bytes, AllocatableResources] | None = None
 
@@ -66,26 +75,45 @@ class SocketReader:
 
     def list(self) -> Listing:
         from rte.podres import convert
+        from rte.podres.v1 import api_pb2
+        from rte.podres.wire import Records, changed_records, records
 
-        # The raw message keeps the client's error mapping and rate limit but skips the slow
-        # conversion, which only the pods that changed go through below.
-        message = self._client.list_message()
-        wire = message.SerializeToString(deterministic=True)
+        # The response's own bytes keep the client's error mapping and rate limit but skip
+        # decoding: an unchanged List is one digest, and only the pods whose bytes are new go
+        # through the slow conversion below.
+        wire = self._client.list_wire()
         digest = hashlib.blake2b(wire, digest_size=16).digest()
-        if self._last is not None and self._last.digest == digest:
-            return self._last
+        last, old = self._last, self._records
+        if last is not None and last.digest == digest:
+            return last
+        found = changed_records(old, wire) if old is not None else None
+        if found is not None:
+            new, head, tail = found
+        else:
+            head = tail = 0
+            cut = records(wire)
+            if cut is None:  # not the plain form: decode it all, which reports what is wrong
+                message = self._client.decode("List", wire, api_pb2.ListPodResourcesResponse)
+                encoded = [msg.SerializeToString(deterministic=True) for msg in message.pod_resources]
+                cut = Records(wire, encoded, None)
+            new = cut
+        # Pods between the unchanged head and tail: those whose bytes were listed there before
+        # are the same objects again, the others are decoded.
+        before = last.pods if last is not None else ()
+        old_middle = before[head : len(before) - tail]
+        known = dict(zip(old.payloads[head : len(before) - tail], old_middle, strict=True)) if old else {}
         source = f"kubelet List response from {self.endpoint}"
-        cache: dict[bytes, PodResources] = {}
-        pods = []
-        for i, msg in enumerate(message.pod_resources):
-            data = msg.SerializeToString(deterministic=True)
-            pod = self._cache.get(data) or cache.get(data)
+        middle = []
+        for i, data in enumerate(new.payloads[head : len(new.payloads) - tail], start=head):
+            pod = known.get(data)
             if pod is None:
-                pod = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
-            cache[data] = pod
-            pods.append(pod)
-        self._cache = cache  # only pods still listed stay cached
-        self._last = Listing(digest, tuple(pods))
+                msg = self._client.decode("List", data, api_pb2.PodResources)
+                pod = known[data] = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
+            middle.append(pod)
+        pods = before[:head] + tuple(middle) + before[len(before) - tail :]
+        change = identity_change(old_middle, middle)
+        self._records = new
+        self._last = Listing(digest, pods, PodChange(before, change.gone, change.new))
         return self._last
 
     def get_allocatable(self) -> AllocatableResources:

@@ -7,8 +7,9 @@ rules' overview are in :mod:`rte.agent.accounting`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from rte.model.quantity import Amount, QuantityFormat, format_quantity
 from rte.model.topology import ResourceInfo, zone_name
@@ -33,6 +34,7 @@ numbers are kept at or below the last consistent computation's (:mod:`rte.agent.
 the agent reports it through :attr:`rte.agent.compute.Computed.consistent`."""
 
 
+@cache  # a node has one or two page sizes, named for every zone on every cycle
 def hugepages_resource(page_size_bytes: int) -> str:
     """The kubelet's resource name for a hugepage size (2 MiB -> ``hugepages-2Mi``)."""
     return HUGEPAGES_PREFIX + format_quantity(page_size_bytes, QuantityFormat.BINARY_SI)
@@ -49,6 +51,33 @@ class Finding:
     def inconsistent(self) -> bool:
         """The kubelet's data contradicts itself (see :data:`INCONSISTENT_KINDS`)."""
         return self.kind in INCONSISTENT_KINDS
+
+
+MemoryHeld = tuple[str, tuple[int, ...], str, int]
+"""A memory block some pod holds: (who, for messages; its NUMA ids, sorted; memory type; bytes)."""
+DeviceHeld = tuple[str, str, str]
+"""A device some pod holds: (who, for messages; resource name; device id)."""
+
+
+class NeedsDetail(Exception):
+    """A rule was about to note a finding about one pod while working from sums over the pods
+    (:mod:`rte.agent.podtally`), which no longer say which pod. The caller starts again from the
+    pods themselves, so every finding names its pod exactly as a full computation does."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """What ``List`` says the pods hold, in the form the accounting rules read.
+
+    Built from the pods (:func:`rte.agent.accounting.held_by`, every entry naming its pod), or from
+    a tally's sums (``who`` empty: one entry per distinct block key or device). The rules only
+    sum, unite and test membership, so both give the same numbers; a rule that would note a
+    finding about an entry with an empty ``who`` raises :class:`NeedsDetail` instead.
+    """
+
+    cpus: frozenset[int]
+    memory: Collection[MemoryHeld]
+    devices: Collection[DeviceHeld]
 
 
 @dataclass
@@ -72,6 +101,13 @@ class Ledger:
 
     def note(self, kind: str, detail: str) -> None:
         self.findings.append(Finding(kind, detail))
+
+    def note_about(self, who: str, kind: str, detail: str) -> None:
+        """A finding about what ``who`` (a pod, named in ``detail``) holds; :class:`NeedsDetail`
+        when ``who`` is empty (an entry summed over pods)."""
+        if not who:
+            raise NeedsDetail(kind)
+        self.note(kind, detail)
 
     def known(self, numa_ids: Sequence[int], what: str) -> list[int]:
         """The ids among ``numa_ids`` that are zones of this machine; each other id is a finding."""

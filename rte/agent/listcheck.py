@@ -75,6 +75,13 @@ def _twice(what: str, owner: str, others: set[str], kind: str = "cpu_assigned_tw
     return Finding(kind, f"{what} of {owner} also assigned to {', '.join(sorted(others))}")
 
 
+def pod_is_clean(pod: PodResources) -> bool:
+    """True when ``pod`` alone gives no finding: no empty name, no CPU or device in two of its
+    containers. A List of clean pods with distinct names, CPUs and devices gives none at all,
+    which is what lets :mod:`rte.agent.podtally` skip this check for pods it has seen."""
+    return not _empty_names(pod) and not _assigned_twice((pod,))
+
+
 def check_listing(pods: Sequence[PodResources]) -> tuple[tuple[PodResources, ...], tuple[Finding, ...]]:
     """The pods to account (exact duplicates dropped) and the contradictions found."""
     findings: list[Finding] = []

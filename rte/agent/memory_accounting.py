@@ -27,9 +27,9 @@ Not NUMA-bound (``None``): node-wide values in every zone, as for cpu.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
-from rte.agent.ledger import HUGEPAGES_PREFIX, MEMORY, Ledger, hugepages_resource
+from rte.agent.ledger import HUGEPAGES_PREFIX, MEMORY, Ledger, MemoryHeld, hugepages_resource
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine
@@ -139,8 +139,17 @@ def _checkpoint_used(
     return used
 
 
+def held_memory(pods: Iterable[PodResources]) -> list[MemoryHeld]:
+    """Every block the pods hold (:func:`pod_memory`), with its pod's label and sorted NUMA ids."""
+    return [
+        (what, tuple(sorted(block.numa_ids)), block.memory_type, block.size)
+        for pod in pods
+        for what, block in pod_memory(pod)
+    ]
+
+
 def memory_groups(
-    ledger: Ledger, state: MemoryManagerState | None, pods: Sequence[PodResources]
+    ledger: Ledger, state: MemoryManagerState | None, held: Iterable[MemoryHeld]
 ) -> tuple[tuple[int, ...], ...]:
     """The NUMA node groups the memory manager has bound together, two nodes or more each.
 
@@ -154,10 +163,9 @@ def memory_groups(
             cells = tuple(sorted(set(numa.cells)))
             if len(cells) > 1 and all(c in ledger.zones for c in cells):
                 groups.append(cells)
-    for pod in pods:
-        for _, block in pod_memory(pod):
-            if len(block.numa_ids) > 1 and all(n in ledger.zones for n in block.numa_ids):
-                groups.append(tuple(block.numa_ids))
+    for _, ids, _, _ in held:
+        if len(ids) > 1 and all(n in ledger.zones for n in ids):
+            groups.append(ids)
     return tuple(_components(groups))
 
 
@@ -166,7 +174,7 @@ def account_memory_bound(
     machine: Machine,
     config: KubeletConfig | None,
     allocatable: AllocatableResources | None,
-    pods: Sequence[PodResources],
+    held: Iterable[MemoryHeld],
     resources: set[str],
     state: MemoryManagerState | None,
 ) -> None:
@@ -181,31 +189,29 @@ def account_memory_bound(
     single: dict[_Key, int] = {}
     multi: dict[tuple[tuple[int, ...], str], int] = {}
     everywhere: dict[str, int] = {}
-    for pod in pods:
-        for what, block in pod_memory(pod):
-            res = block.memory_type
-            if res not in resources:
-                ledger.note("unknown_memory_type", f"{what}: {res} is not allocatable")
-                continue
-            ids = tuple(sorted(block.numa_ids))
-            if not ids or any(n not in ledger.zones for n in ids):
-                kind = "memory_without_topology" if not ids else "memory_on_unknown_numa"
-                where = "no NUMA node" if not ids else f"NUMA nodes {list(ids)}, not all on this machine"
-                ledger.note(kind, f"{what}: a {res} block of {block.size} on {where}: charged to every zone")
-                everywhere[res] = everywhere.get(res, 0) + block.size
-            elif len(ids) == 1:
-                single[(ids[0], res)] = single.get((ids[0], res), 0) + block.size
-            else:
-                multi[(ids, res)] = multi.get((ids, res), 0) + block.size
+    for what, ids, res, size in held:
+        if res not in resources:
+            ledger.note_about(what, "unknown_memory_type", f"{what}: {res} is not allocatable")
+            continue
+        if not ids or any(n not in ledger.zones for n in ids):
+            kind = "memory_without_topology" if not ids else "memory_on_unknown_numa"
+            where = "no NUMA node" if not ids else f"NUMA nodes {list(ids)}, not all on this machine"
+            detail = f"{what}: a {res} block of {size} on {where}: charged to every zone"
+            ledger.note_about(what, kind, detail)
+            everywhere[res] = everywhere.get(res, 0) + size
+        elif len(ids) == 1:
+            single[(ids[0], res)] = single.get((ids[0], res), 0) + size
+        else:
+            multi[(ids, res)] = multi.get((ids, res), 0) + size
     used: dict[_Key, int] = dict(single)
     if state is not None and state.policy == "static":
         for key, amount in _checkpoint_used(ledger, state, alloc, resources).items():
             used[key] = max(used.get(key, 0), amount)
     for res in sorted(resources):
         for group in _components(ids for ids, r in multi if r == res):
-            held = sum(single.get((z, res), 0) for z in group)
-            held += sum(size for (ids, r), size in multi.items() if r == res and set(ids) <= set(group))
-            _fill(used, alloc, group, res, held - sum(used.get((z, res), 0) for z in group))
+            total = sum(single.get((z, res), 0) for z in group)
+            total += sum(size for (ids, r), size in multi.items() if r == res and set(ids) <= set(group))
+            _fill(used, alloc, group, res, total - sum(used.get((z, res), 0) for z in group))
     for zone in ledger.zones:
         for res in resources:
             ledger.at(zone, res).used = used.get((zone, res), 0) + everywhere.get(res, 0)

@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.vocabulary import FingerprintMethod, InformerMode
@@ -59,6 +60,17 @@ def has_exclusive_assignment(pod: PodResources) -> bool:
     return False
 
 
+def spec_verdict(
+    pod: Pod, method: FingerprintMethod, published_resources: Collection[str], informer_mode: InformerMode
+) -> tuple[bool, bool]:
+    """Whether the fingerprint covers ``pod`` once the kubelet lists it, and whether it is
+    terminal (then it is covered listed or not)."""
+    eligible = counts_for_fingerprint(pod, informer_mode) and (
+        method is not FingerprintMethod.WITH_EXCLUSIVE_RESOURCES or is_exclusive(pod, published_resources)
+    )
+    return eligible, pod.is_terminal
+
+
 def fingerprint_pods(
     listed: Sequence[PodResources],
     method: FingerprintMethod,
@@ -70,21 +82,63 @@ def fingerprint_pods(
 ) -> list[tuple[str, str]]:
     """The ``(namespace, name)`` pairs the fingerprint covers, in a stable order."""
     globs = tuple(exclude)
-    listed_keys = {(p.namespace, p.name) for p in listed}
     chosen: list[tuple[str, str]] = []
     if specs is not None:
+        listed_keys = {(p.namespace, p.name) for p in listed}
         for key, pod in specs.items():
-            if not counts_for_fingerprint(pod, informer_mode):
-                continue
-            if key not in listed_keys and not pod.is_terminal:
-                continue
-            if method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES and not is_exclusive(
-                pod, published_resources
-            ):
-                continue
-            chosen.append(key)
+            eligible, terminal = spec_verdict(pod, method, published_resources, informer_mode)
+            if eligible and (terminal or key in listed_keys):
+                chosen.append(key)
     else:
         for p in listed:
             if method is FingerprintMethod.ALL or has_exclusive_assignment(p):
                 chosen.append((p.namespace, p.name))
     return sorted(k for k in chosen if not any(g.matches(*k) for g in globs))
+
+
+class SpecVerdicts:
+    """:func:`fingerprint_pods` with pod specs, remembering its verdict on each spec object.
+
+    The pod watch hands out the same :class:`~rte.model.pod.Pod` object until the pod changes,
+    and judging one (its QoS class, its exclusive resources) costs microseconds: a cycle judges
+    only the specs it has not seen, under the same method, resources, informer mode and
+    exclusions. Used by one thread.
+    """
+
+    def __init__(self) -> None:
+        self._context: object = None
+        # id(pod) -> (pod, its key, eligible, terminal, excluded, fingerprint hash)
+        self._verdicts: dict[int, tuple[Pod, tuple[str, str], bool, bool, bool, int]] = {}
+        self.judged = 0
+        """How many times a spec was judged: what a changed pod costs, counted."""
+
+    def fingerprint(
+        self,
+        specs: Mapping[tuple[str, str], Pod],
+        listed_keys: Collection[tuple[str, str]],
+        method: FingerprintMethod,
+        *,
+        published_resources: Collection[str],
+        informer_mode: InformerMode,
+        exclude: Iterable[PodGlob] = (),
+    ) -> tuple[tuple[tuple[str, str], ...], str]:
+        """The pairs :func:`fingerprint_pods` chooses for ``specs`` and the pods whose keys are
+        ``listed_keys``, and their fingerprint."""
+        globs = tuple(exclude)
+        context = (method, frozenset(published_resources), informer_mode, globs)
+        before = self._verdicts if context == self._context else {}
+        verdicts = {}
+        chosen = []
+        for key, pod in specs.items():
+            verdict = before.get(id(pod))
+            if verdict is None or verdict[0] is not pod or verdict[1] != key:
+                eligible, terminal = spec_verdict(pod, method, published_resources, informer_mode)
+                excluded = any(g.matches(*key) for g in globs)
+                verdict = (pod, key, eligible, terminal, excluded, fp.pod_hash(*key))
+                self.judged += 1
+            verdicts[id(pod)] = verdict
+            if verdict[2] and not verdict[4] and (verdict[3] or key in listed_keys):
+                chosen.append((key, verdict[5]))
+        self._context, self._verdicts = context, verdicts
+        chosen.sort()
+        return tuple(k for k, _ in chosen), fp.from_hashes(h for _, h in chosen)

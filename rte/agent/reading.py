@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rte.agent.podset import PodGlob
+from rte.agent.podtally import PodTally
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
@@ -48,12 +49,15 @@ class KubeletReading:
     """What the kubelet said: podresources ``GetAllocatableResources`` and ``List``, and checkpoints.
 
     ``allocatable`` None: the kubelet does not offer GetAllocatableResources, so allocatable is
-    derived from sysfs and the kubelet config.
+    derived from sysfs and the kubelet config. ``tally``: the reader's running sums over its
+    pods, which the computation brings up to ``pods`` and reads instead of walking every pod
+    (:mod:`rte.agent.podtally`); a memo only, the object is the same without it.
     """
 
     allocatable: AllocatableResources | None
     pods: tuple[PodResources, ...]
     checkpoints: Checkpoints = NO_CHECKPOINTS
+    tally: PodTally | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from rte.model.cpuset import format_cpuset
@@ -122,9 +123,9 @@ class Machine:
     present_cpus: frozenset[int] | None = None
     possible_cpus: frozenset[int] | None = None
 
-    @property
+    @cached_property
     def node_ids(self) -> tuple[int, ...]:
-        """The NUMA node ids in ascending order."""
+        """The NUMA node ids in ascending order (computed once: the agent asks every cycle)."""
         return tuple(node.id for node in self.nodes)
 
     def node(self, node_id: int) -> NumaNode:
@@ -146,10 +147,14 @@ class Machine:
                 found.setdefault(cpu.package_id, set()).add(cpu.id)
         return {pkg: frozenset(found[pkg]) for pkg in sorted(found)}
 
-    def core_groups(self) -> tuple[frozenset[int], ...]:
-        """The distinct thread-sibling sets (one per physical core), ordered by lowest CPU id."""
+    @cached_property
+    def _core_groups(self) -> tuple[frozenset[int], ...]:
         groups = {cpu.thread_siblings for cpu in self.cpus.values() if cpu.thread_siblings}
         return tuple(sorted(groups, key=min))
+
+    def core_groups(self) -> tuple[frozenset[int], ...]:
+        """The distinct thread-sibling sets (one per physical core), ordered by lowest CPU id."""
+        return self._core_groups
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready rendering with cpusets as list strings ("0-3,8"), for dumps and goldens."""

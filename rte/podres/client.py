@@ -115,6 +115,19 @@ class PodResourcesClient:
         """The List response as the protobuf message, for callers that decode only what changed."""
         return self._call("List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse)
 
+    def list_wire(self) -> bytes:
+        """The List response as it came off the wire, undecoded (see :mod:`rte.podres.wire`)."""
+        return self._raw("List", api_pb2.ListPodResourcesRequest())
+
+    def decode(self, method: str, raw: bytes, response_type: type[_M]) -> _M:
+        """``raw`` decoded as ``response_type``; :class:`InputError` naming the call when it does not."""
+        try:
+            return response_type.FromString(raw)
+        except DecodeError as e:
+            raise InputError(
+                f"kubelet {method} response from {self.endpoint}", f"does not decode: {e}"
+            ) from e
+
     def get_allocatable(self) -> AllocatableResources:
         return convert.allocatable_from_proto(
             self.allocatable_message(), f"kubelet GetAllocatableResources response from {self.endpoint}"
@@ -147,19 +160,17 @@ class PodResourcesClient:
     ) -> None:
         self.close()
 
-    def _call(self, method: str, request: Message, response_type: type[_M]) -> _M:
+    def _raw(self, method: str, request: Message) -> bytes:
         if self._bucket is not None:
             self._bucket.acquire()
         try:
-            raw = self._calls[method](request.SerializeToString(), timeout=self.timeout)
+            raw: bytes = self._calls[method](request.SerializeToString(), timeout=self.timeout)
         except grpc.RpcError as e:
             raise self._error(method, e) from e
-        try:
-            return response_type.FromString(raw)
-        except DecodeError as e:
-            raise InputError(
-                f"kubelet {method} response from {self.endpoint}", f"does not decode: {e}"
-            ) from e
+        return raw
+
+    def _call(self, method: str, request: Message, response_type: type[_M]) -> _M:
+        return self.decode(method, self._raw(method, request), response_type)
 
     def _error(self, method: str, e: grpc.RpcError) -> RteError:
         code = e.code()

@@ -1,0 +1,97 @@
+"""The fingerprint's verdicts on pod specs, kept across cycles, equal fingerprint_pods' every time."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from rte.agent.podset import PodGlob, SpecVerdicts, fingerprint_pods
+from rte.model import fingerprint as fp
+from rte.model.pod import Container, Pod
+from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.podres.types import PodResources
+
+NIC = "vendor.com/nic"
+PUBLISHED = ("cpu", "memory", NIC)
+
+
+def _spec(rng: random.Random, key: tuple[str, str]) -> Pod:
+    requests: dict[str, int | Fraction] = {}
+    if rng.random() < 0.7:
+        requests["cpu"] = rng.choice((1, 2, Fraction(1, 2)))
+    if rng.random() < 0.6:
+        requests["memory"] = 2**30
+    if rng.random() < 0.2:
+        requests[NIC] = 1
+    limits = dict(requests) if rng.random() < 0.6 else {}
+    return Pod(
+        key[0],
+        key[1],
+        node_name=rng.choice(("n", "n", "")),
+        phase=rng.choice(("Pending", "Running", "Running", "Succeeded", "Failed")),
+        containers=(Container("app", requests, limits),),
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_remembered_verdicts_give_what_fingerprint_pods_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = [(f"ns-{i % 3}", f"pod-{i}") for i in range(40)]
+    specs = {k: _spec(rng, k) for k in rng.sample(keys, 25)}
+    memo = SpecVerdicts()
+    for step in range(50):
+        for _ in range(rng.randrange(3)):  # a few pods change, appear or go
+            key = rng.choice(keys)
+            if key in specs and rng.random() < 0.3:
+                del specs[key]
+            else:
+                specs[key] = _spec(rng, key)
+        listed = [PodResources(*k) for k in keys if rng.random() < 0.7]
+        method = rng.choice(list(FingerprintMethod))
+        published = rng.sample(PUBLISHED, rng.randrange(1, 4)) if step % 7 else PUBLISHED
+        mode = rng.choice(list(InformerMode)) if step % 5 == 0 else InformerMode.DEDICATED
+        exclude = (PodGlob.parse("ns-1/*"),) if step % 3 == 0 else ()
+        expected = tuple(
+            fingerprint_pods(
+                listed,
+                method,
+                specs=specs,
+                published_resources=published,
+                informer_mode=mode,
+                exclude=exclude,
+            )
+        )
+        got = memo.fingerprint(
+            dict(specs),  # a copy each cycle, as the pod watch gives
+            {(p.namespace, p.name) for p in listed},
+            method,
+            published_resources=published,
+            informer_mode=mode,
+            exclude=exclude,
+        )
+        assert got == (expected, fp.compute(expected)), f"seed {seed}, step {step}"
+
+
+def test_only_specs_not_seen_are_judged() -> None:
+    rng = random.Random(1)
+    specs = {("ns", f"p{i}"): _spec(rng, ("ns", f"p{i}")) for i in range(30)}
+    memo = SpecVerdicts()
+
+    def fingerprint() -> None:
+        memo.fingerprint(
+            dict(specs),
+            set(specs),
+            FingerprintMethod.ALL,
+            published_resources=PUBLISHED,
+            informer_mode=InformerMode.DEDICATED,
+        )
+
+    fingerprint()
+    assert memo.judged == 30
+    specs[("ns", "p3")] = _spec(rng, ("ns", "p3"))  # one pod changed
+    fingerprint()
+    assert memo.judged == 31
+    fingerprint()
+    assert memo.judged == 31
