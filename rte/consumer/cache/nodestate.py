@@ -7,6 +7,7 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
+from rte.consumer.cache.lowerbound import mark_lower_bound
 from rte.consumer.cache.podlog import PodLog
 from rte.consumer.cache.reservations import (
     Reservation,
@@ -75,7 +76,8 @@ class NodeState:
         if self.view is None:
             everywhere = [r.request for key, r in self.reservations.items() if not self.narrowed(key, r)]
             placed = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
-            self.view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
+            view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
+            self.view = mark_lower_bound(view)  # never more than the kubelet has: see .lowerbound
         return self.view
 
     def narrowed(self, key: PodKey, reservation: Reservation) -> bool:
