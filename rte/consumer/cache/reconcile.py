@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from rte.consumer.cache import placement
 from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
@@ -85,11 +86,17 @@ def track(
         st.invalidate()  # admitted: its reservation may narrow to its zones
     if gone:
         st.live.pop(key, None)
+        if placement.released(st.credits, st.holds, key, key in st.accounted):
+            st.invalidate()  # the NRT still charges what it gave back
         reservation = st.reservations.get(key)
         if reservation is not None and (not reservation.uid or not pod.uid or reservation.uid == pod.uid):
             del st.reservations[key]
             st.invalidate()
     else:
+        if key not in st.live:
+            st.holds.pop(key, None)  # a new incarnation under the name: what we knew is not its
+            if st.credits.pop(key, None) is not None:
+                st.invalidate()
         if key not in st.reservations and key not in st.live:
             if not counted:
                 spread_in_flight(st)  # bound by someone else, on its way beside ours
@@ -157,6 +164,10 @@ def adopt(
     ``verified`` False (no fingerprint match: a first NRT, or a Topology Manager change) keeps
     the node's marks.
     """
+    if verified and st.topology is not None:
+        placement.learn(st.holds, st.topology, st.accounted, topology, accounted, st.live)
+    st.credits = placement.kept_credits(st.credits, accounted if verified else ())
+    st.holds = placement.kept_holds(st.holds, accounted, st.live)
     kept = {key: r for key, r in st.reservations.items() if key not in accounted}
     for key, pod in st.live.items():
         if key not in accounted and key not in kept:
