@@ -23,11 +23,14 @@ adoption if it was known then, or when the cache first saw it (:func:`track`: a 
 cache cannot be in ``S``). So ``T(z) >= A(z) - sum(requests of reserved pods)``, and that is
 what the cache serves (each reservation taken from every zone the kubelet may have put it on:
 every zone, or for an admitted pod placed alone the zones :mod:`rte.consumer.cache.predict`
-names). Releasing a reservation is
+names). A pod of ``S`` that ended since gives back what it held, so crediting its hold back to
+its zone keeps the bound when the hold is known exactly (:mod:`rte.consumer.cache.placement`
+learns it from two NRTs and states when). Releasing a reservation is
 safe when the pod joins an adopted ``S`` (the NRT now charges it) or when it is deleted or
 terminal (the kubelet gives its resources back; a pod of ``S`` deleted later is still charged by
-the NRT, which errs on the safe side). The argument needs only the fingerprint, so it holds for
-NRTs from the reference agents too; it assumes, like every fingerprint check, that two different
+the NRT, which errs on the safe side). The credits aside (they also need NRTs that charge exactly
+the pods of their set), the argument needs only the fingerprint, so it holds for NRTs from the
+reference agents too; it assumes, like every fingerprint check, that two different
 pod sets never share a fingerprint.
 
 ``Reconcile.EXACT`` keeps the reference plugin's rule: a dirty node is adopted at resync only
