@@ -8,8 +8,9 @@ from typing import Any
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
 from rte.consumer.cache.lowerbound import mark_lower_bound
-from rte.consumer.cache.placement import ZoneCharge, negated
+from rte.consumer.cache.placement import negated
 from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.cache.reservations import (
     Reservation,
     subtract_from_every_zone,

@@ -30,12 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from rte.consumer.cache.predict import ZoneCharge
 from rte.model.pod import Pod, PodKey, effective_request
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
-
-ZoneCharge = Mapping[int, Mapping[str, Amount]]
-"""NUMA id -> resource -> amount held on that zone."""
 
 
 def _available(topology: NodeTopology) -> dict[int, dict[str, Amount]]:
