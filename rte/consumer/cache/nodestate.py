@@ -7,7 +7,10 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
+from rte.consumer.cache.lowerbound import mark_lower_bound
+from rte.consumer.cache.placement import negated
 from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.cache.reservations import (
     Reservation,
     subtract_from_every_zone,
@@ -46,6 +49,10 @@ class NodeState:
     """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
     accounted: frozenset[PodKey] = frozenset()
     """Reconcile.HISTORY: the pods the adopted NRT accounts for (its fingerprinted set)."""
+    holds: dict[PodKey, ZoneCharge] = field(default_factory=dict)
+    """Reconcile.HISTORY: what pods hold on which zone, learnt from two NRTs (:mod:`.placement`)."""
+    credits: dict[PodKey, ZoneCharge] = field(default_factory=dict)
+    """Reconcile.HISTORY: the holds of ended pods the adopted NRT still charges, given back."""
     tried: tuple[int, int] = (0, 0)
     """(store revision, log version) of the last match attempt: retry only when one changes."""
     adoptions: int = 0
@@ -84,7 +91,9 @@ class NodeState:
         if self.view is None:
             everywhere = [r.request for key, r in self.reservations.items() if not self.narrowed(key, r)]
             placed = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
-            self.view = subtract_placed(subtract_requests(self.base_view, everywhere), placed)
+            base = subtract_placed(self.base_view, negated(self.credits))  # before any clamp
+            view = subtract_placed(subtract_requests(base, everywhere), placed)
+            self.view = mark_lower_bound(view)  # never more than the kubelet has: see .lowerbound
         return self.view
 
     def narrowed(self, key: PodKey, reservation: Reservation) -> bool:
@@ -98,8 +107,9 @@ class NodeState:
         if self.view_topology is None:
             total = total_request(r.request for k, r in self.reservations.items() if not self.narrowed(k, r))
             placed: dict[int, dict[str, Amount]] = {}
-            for k, r in self.reservations.items():
-                for numa_id, charge in ((r.zones or {}) if self.narrowed(k, r) else {}).items():
+            charges = [r.zones or {} for k, r in self.reservations.items() if self.narrowed(k, r)]
+            for charge_by_zone in [*charges, *negated(self.credits)]:
+                for numa_id, charge in charge_by_zone.items():
                     into = placed.setdefault(numa_id, {})
                     for res, qty in charge.items():
                         into[res] = into.get(res, 0) + qty
@@ -130,4 +140,6 @@ class NodeState:
             "adoptions": self.adoptions,
             "historyMismatches": self.mismatches,
             "podSetChangesLogged": len(self.log.changes),
+            "podHoldsKnown": len(self.holds),
+            "endedPodsGivenBack": sorted(f"{ns}/{name}" for ns, name in self.credits),
         }

@@ -23,11 +23,14 @@ adoption if it was known then, or when the cache first saw it (:func:`track`: a 
 cache cannot be in ``S``). So ``T(z) >= A(z) - sum(requests of reserved pods)``, and that is
 what the cache serves (each reservation taken from every zone the kubelet may have put it on:
 every zone, or for an admitted pod placed alone the zones :mod:`rte.consumer.cache.predict`
-names). Releasing a reservation is
+names). A pod of ``S`` that ended since gives back what it held, so crediting its hold back to
+its zone keeps the bound when the hold is known exactly (:mod:`rte.consumer.cache.placement`
+learns it from two NRTs and states when). Releasing a reservation is
 safe when the pod joins an adopted ``S`` (the NRT now charges it) or when it is deleted or
 terminal (the kubelet gives its resources back; a pod of ``S`` deleted later is still charged by
-the NRT, which errs on the safe side). The argument needs only the fingerprint, so it holds for
-NRTs from the reference agents too; it assumes, like every fingerprint check, that two different
+the NRT, which errs on the safe side). The credits aside (they also need NRTs that charge exactly
+the pods of their set), the argument needs only the fingerprint, so it holds for NRTs from the
+reference agents too; it assumes, like every fingerprint check, that two different
 pod sets never share a fingerprint.
 
 ``Reconcile.EXACT`` keeps the reference plugin's rule: a dirty node is adopted at resync only
@@ -60,6 +63,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
+from rte.consumer.cache import placement
 from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
@@ -85,11 +89,17 @@ def track(
         st.invalidate()  # admitted: its reservation may narrow to its zones
     if gone:
         st.live.pop(key, None)
+        if placement.released(st.credits, st.holds, key, key in st.accounted):
+            st.invalidate()  # the NRT still charges what it gave back
         reservation = st.reservations.get(key)
         if reservation is not None and (not reservation.uid or not pod.uid or reservation.uid == pod.uid):
             del st.reservations[key]
             st.invalidate()
     else:
+        if key not in st.live:
+            st.holds.pop(key, None)  # a new incarnation under the name: what we knew is not its
+            if st.credits.pop(key, None) is not None:
+                st.invalidate()
         if key not in st.reservations and key not in st.live:
             if not counted:
                 spread_in_flight(st)  # bound by someone else, on its way beside ours
@@ -157,6 +167,10 @@ def adopt(
     ``verified`` False (no fingerprint match: a first NRT, or a Topology Manager change) keeps
     the node's marks.
     """
+    if verified and st.topology is not None:
+        placement.learn(st.holds, st.topology, st.accounted, topology, accounted, st.live)
+    st.credits = placement.kept_credits(st.credits, accounted if verified else ())
+    st.holds = placement.kept_holds(st.holds, accounted, st.live)
     kept = {key: r for key, r in st.reservations.items() if key not in accounted}
     for key, pod in st.live.items():
         if key not in accounted and key not in kept:
