@@ -31,7 +31,6 @@ server (:mod:`rte.runtime.httpserver`): a fixed pool of workers, idle connection
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -50,6 +49,7 @@ from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response
 from rte.runtime.metrics import CONTENT_TYPE
 from rte.runtime.tls import ServerTls
+from rte.yamlfile import encode_json
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class StateSnapshots:
             if current is None or self._clock() - current.taken >= self.max_age:
                 taken = self._clock()
                 state = self._service.state()
-                current = _Snapshot(taken, state, json.dumps(state, separators=(",", ":")).encode())
+                current = _Snapshot(taken, state, encode_json(state))
                 self._current = current
             return current
         finally:
