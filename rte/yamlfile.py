@@ -163,13 +163,35 @@ def read_documents(path: Path) -> list[Any]:
     return load_yaml_documents(text, str(path))
 
 
+def _json_or_yaml_documents(path: Path) -> list[Any]:
+    """:func:`read_documents`, through the JSON decoder when the file is JSON.
+
+    A ``.json`` file, or one whose first character opens a JSON object or array, is JSON (what
+    ``kubectl get -o json`` writes): PyYAML took 218 s and 2.5 GB for 30 MB of NRTs that orjson
+    reads in well under a second. A file that does not parse as JSON (YAML's flow style looks like
+    JSON) goes to the YAML decoder, as every file did before.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(str(path), f"cannot read: {e.strerror or e}") from e
+    if path.suffix.lower() == ".json" or data.lstrip()[:1] in (b"{", b"["):
+        try:
+            document = decode_json(data, str(path))
+        except InputError:
+            pass  # YAML decides, and words the error as it always did
+        else:
+            return [] if document is None else [document]
+    return read_documents(path)
+
+
 def read_objects(path: Path) -> Iterator[tuple[str, Any]]:
     """``(where, object)`` for every object in ``path``, the items of ``...List`` objects included.
 
     ``where`` names the file, the document when there are several, and the list item, for errors
     (``nrts.yaml[document 1]: items[0]``). Objects are yielded as decoded, unchecked.
     """
-    documents = read_documents(path)
+    documents = _json_or_yaml_documents(path)
     for index, doc in enumerate(documents):
         where = str(path) if len(documents) == 1 else f"{path}[document {index}]"
         if isinstance(doc, Mapping) and str(doc.get("kind", "")).endswith("List"):
