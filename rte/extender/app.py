@@ -114,7 +114,7 @@ class ExtenderApp:
             topologies = [t for path in self.settings.nrt_files for t in topologies_from_file(path)]
             self.store.replace_all(topologies)
             self.service.pods_tracked = False
-            self.service.nrt_synced.set()
+            self.service.nrt_listed()
         else:
             from rte.extender.watch import ClusterFeeds
 
