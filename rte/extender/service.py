@@ -42,20 +42,12 @@ from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
-from rte.extender.wire import ExtenderArgs, filter_result, host_priority, node_name
+from rte.extender.wire import ExtenderArgs, filter_result, host_priority
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
 
 log = logging.getLogger(__name__)
-
-
-def _allocatable_names(node: Mapping[str, Any]) -> frozenset[str]:
-    # Filter only asks "is the resource listed"; the scheduler validated the quantities already,
-    # and parsing thousands of them per request would dominate the filter's cost.
-    status = node.get("status")
-    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    return frozenset(allocatable) if isinstance(allocatable, Mapping) else frozenset()
 
 
 _WARM_UP_POD = {
@@ -166,7 +158,7 @@ class ExtenderService:
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
         prep = self._prepare(args)
-        allocatable = {node_name(n): _allocatable_names(n) for n in args.nodes} if args.nodes else None
+        allocatable = {n.name: n.allocatable for n in args.nodes} if args.nodes else None
         outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1

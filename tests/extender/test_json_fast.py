@@ -22,11 +22,25 @@ from rte.errors import InputError
 from rte.extender.server import StateSnapshots, extender_handler
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
-from rte.extender.wire import decode_args
+from rte.extender.wire import ExtenderArgs, _decode_fast, _decode_whole, decode_args
 from rte.runtime.httpwire import HttpRequest
 from rte.yamlfile import _may_hold_big_int, decode_json, encode_json
 from tests.helpers.extender import GI, PROFILE, node, nrt, pod
-from tests.helpers.fuzz import huge_integers, json_values
+from tests.helpers.fuzz import huge_integers, json_text, json_values, mutated, value_or_input_error
+
+_BASES = [
+    {"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a", "b"]},
+    {
+        "Pod": {"metadata": {"name": "p"}},
+        "Nodes": {
+            "items": [
+                {"metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "1", "memory": "1Gi"}}},
+                {"metadata": {"name": "b", "labels": {"z": "é"}}, "status": {"images": [{"sizeBytes": 1}]}},
+            ]
+        },
+    },
+]
+_wire_bodies = st.one_of(json_text(st.sampled_from(_BASES).flatmap(mutated)), json_text(json_values))
 
 BIG = [2**64, 2**64 - 1, 2**63, -(2**63), -(2**63) - 1, 10**30, -(10**30), 10**300]
 
@@ -121,3 +135,49 @@ def test_whole_node_filter_echoes_nodes_exactly(big: int) -> None:
     assert fast["Error"] == "" and fast["FailedNodes"] == {}
     assert _same(fast["Nodes"]["items"], json.loads(body)["Nodes"]["items"])
     assert _same(decode_args(body).pod, args["Pod"])
+
+
+def _args_view(args: ExtenderArgs) -> Any:
+    """Everything the service and the answer read from decoded args, as plain values."""
+    nodes = None
+    if args.nodes is not None:
+        nodes = [(n.name, n.allocatable, json.loads(encode_json(n.echo))) for n in args.nodes]
+    return args.pod, args.node_names, nodes
+
+
+def _fast_equals_whole(body: bytes) -> None:
+    fast = _decode_fast(body)
+    whole = value_or_input_error(lambda: _decode_whole(body), "ExtenderArgs")
+    if fast is not None:
+        assert not isinstance(whole, InputError), whole
+        assert _same(_args_view(fast), _args_view(whole))
+
+
+@given(_wire_bodies)
+@example(json.dumps({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a", "x": "\xff"}}]}}))
+@example('{"pod": {}, "nodes": {"items": [{"metadata": {"name": "a"}, "status": []}]}, "NodeNames": null}')
+@example('{"Pod": {}, "Nodes": {"items": 0}}')
+@example('{"Pod": {}, "Nodes": {"items": [{"metadata": {"name": ""}}]}}')
+@example('{"Pod": {}, "Nodes": null, "NodeNames": ["a"], "Pod": {"b": 1}}')
+def test_the_fast_decoder_reads_what_the_whole_decoder_reads(body: str) -> None:
+    _fast_equals_whole(body.encode("utf-8", "surrogatepass"))
+
+
+def test_the_fast_decoder_takes_whole_node_requests_and_echoes_them_as_sent() -> None:
+    items = [
+        _wire_node("worker-a", 2**70),
+        {"metadata": {"name": "b"}, "status": {"allocatable": {"x": "1"}}},
+    ]
+    body = json.dumps({"Pod": _wire_pod(), "Nodes": {"items": items}}, indent=1).encode()
+    fast = _decode_fast(body)
+    assert fast is not None and fast.nodes is not None
+    assert [(n.name, n.allocatable) for n in fast.nodes] == [("worker-a", {"cpu", "memory"}), ("b", {"x"})]
+    assert _same(json.loads(encode_json([n.echo for n in fast.nodes])), items)
+    assert b"1180591620717411303424" in encode_json(fast.nodes[0].echo)  # 2**70, digit for digit
+
+
+def test_invalid_utf8_in_a_skipped_field_is_left_to_the_whole_decoder() -> None:
+    body = b'{"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "a"}, "spec": "\xff"}]}}'
+    assert _decode_fast(body) is None
+    with pytest.raises(InputError):
+        decode_args(body)
