@@ -85,6 +85,10 @@ class ExtenderService:
         """Pods whose reservation the pod watch made: key -> node."""
         self.nrt_synced = threading.Event()
         self.pods_synced = threading.Event()
+        self.first_resync: threading.Event | None = None
+        """Set by the resync timer after its first pass, which it makes as soon as the lists are
+        synced (the cache expects one at start); until then the extender is not ready, so that no
+        request waits behind that pass (450 ms at 20 000 nodes). None: no timer."""
         self.pods_tracked = True
         """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
         self.watch_status: Callable[[], Mapping[str, Any]] | None = None
@@ -99,15 +103,21 @@ class ExtenderService:
 
     # --- readiness -----------------------------------------------------------------------
 
-    def ready(self) -> bool:
-        """NRTs listed (and pods listed, when pods are tracked): decisions can be trusted."""
+    def synced(self) -> bool:
+        """NRTs listed (and pods listed, when pods are tracked)."""
         return self.nrt_synced.is_set() and (self.pods_synced.is_set() or not self.pods_tracked)
+
+    def ready(self) -> bool:
+        """Synced, and the first cache resync done when a timer runs them: decisions can be trusted."""
+        return self.synced() and (self.first_resync is None or self.first_resync.is_set())
 
     def not_ready_reason(self) -> str:
         if not self.nrt_synced.is_set():
             return "NodeResourceTopology list not synced yet" + self._last_error("nrt")
         if self.pods_tracked and not self.pods_synced.is_set():
             return "pod list not synced yet" + self._last_error("pods")
+        if self.first_resync is not None and not self.first_resync.is_set():
+            return "first reserve-cache resync not done yet"
         return ""
 
     def is_leader(self) -> bool:

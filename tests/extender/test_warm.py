@@ -4,6 +4,8 @@ row is built before ``/readyz`` says ready, so that request builds none (counted
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,19 +36,30 @@ def rows_built(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return built
 
 
-@pytest.fixture
-def app(tmp_path: Path) -> Iterator[ExtenderApp]:
+def _wait_ready(app: ExtenderApp) -> None:
+    deadline = time.monotonic() + 10
+    while not app.service.ready():
+        assert time.monotonic() < deadline, app.service.not_ready_reason()
+        time.sleep(0.01)
+
+
+def _settings(tmp_path: Path) -> Any:
     path = tmp_path / "nrts.json"
     items = [nrt(name, [{"cpu": 4, "memory": 8 * GI}] * 2) for name in NODES]
     path.write_text(json.dumps({"kind": "NodeResourceTopologyList", "items": items}))
-    settings = extender_settings(
+    return extender_settings(
         listen="127.0.0.1:0",
         nrt_files=[str(path)],
         cache_resync_period="5s",  # OverReserve, as deployed
         scheduler_profiles=[PROFILE],
         heartbeat_namespace="",
     )
-    with ExtenderApp(settings) as extender:
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[ExtenderApp]:
+    with ExtenderApp(_settings(tmp_path)) as extender:
+        _wait_ready(extender)
         yield extender
 
 
@@ -74,6 +87,29 @@ def test_the_index_is_built_before_ready_and_the_first_request_builds_nothing(
         assert len(rows_built) == 1
     finally:
         client.close()
+
+
+def test_ready_only_after_the_first_resync_so_that_no_request_waits_behind_it(tmp_path: Path) -> None:
+    app = ExtenderApp(_settings(tmp_path))
+    release = threading.Event()
+    resync = app.service.resync
+
+    def held() -> Any:
+        release.wait(10)
+        return resync()
+
+    app.service.resync = held  # type: ignore[method-assign]
+    with app:
+        assert app.server is not None
+        client = Client(app.server.url)
+        try:
+            time.sleep(0.2)
+            assert client.get("/readyz") == (503, {"status": "first reserve-cache resync not done yet"})
+            release.set()
+            _wait_ready(app)
+            assert client.get("/readyz") == (200, {"status": "ready"})
+        finally:
+            client.close()
 
 
 def test_without_warming_the_first_request_would_build_every_row(rows_built: list[Any]) -> None:
