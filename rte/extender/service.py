@@ -42,7 +42,7 @@ from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
-from rte.extender.wire import ExtenderArgs, filter_result, host_priority
+from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
@@ -180,7 +180,7 @@ class ExtenderService:
         scores = score_nodes(prep, args.candidate_names(), self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
-        return [host_priority(name, score) for name, score in scores]
+        return host_priorities(scores)
 
     # --- pods ----------------------------------------------------------------------------
 

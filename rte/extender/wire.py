@@ -231,3 +231,16 @@ def error_result(message: str) -> dict[str, Any]:
 def host_priority(node: str, score: int) -> dict[str, Any]:
     """One ``HostPriority`` entry, ``score`` given on our 0..100 scale."""
     return {"Host": node, "Score": extender_score(score)}
+
+
+_ON_EXTENDER_SCALE = [extender_score(s) for s in range(MAX_SCORE + 1)]
+
+
+def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+    """A ``HostPriorityList``: :func:`host_priority` of each ``(node, score)``, by table lookup
+    (a call per node was a tenth of prioritize's time at 5000 candidates)."""
+    table = _ON_EXTENDER_SCALE
+    return [
+        {"Host": node, "Score": table[score] if 0 <= score <= MAX_SCORE else extender_score(score)}
+        for node, score in scores
+    ]

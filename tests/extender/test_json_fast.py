@@ -22,7 +22,14 @@ from rte.errors import InputError
 from rte.extender.server import StateSnapshots, extender_handler
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
-from rte.extender.wire import ExtenderArgs, _decode_fast, _decode_whole, decode_args
+from rte.extender.wire import (
+    ExtenderArgs,
+    _decode_fast,
+    _decode_whole,
+    decode_args,
+    host_priorities,
+    host_priority,
+)
 from rte.runtime.httpwire import HttpRequest
 from rte.yamlfile import _may_hold_big_int, decode_json, encode_json
 from tests.helpers.extender import GI, PROFILE, node, nrt, pod
@@ -181,3 +188,8 @@ def test_invalid_utf8_in_a_skipped_field_is_left_to_the_whole_decoder() -> None:
     assert _decode_fast(body) is None
     with pytest.raises(InputError):
         decode_args(body)
+
+
+def test_host_priorities_by_table_equal_one_by_one() -> None:
+    scores = [(f"n{s}", s) for s in range(-3, 105)]
+    assert host_priorities(scores) == [host_priority(n, s) for n, s in scores]
