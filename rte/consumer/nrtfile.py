@@ -5,25 +5,28 @@ costs about half a millisecond per 8-zone NRT; and decoding a whole file keeps e
 it alive at once (700 MiB of Python objects for 20 000 NRTs in 112 MiB of JSON), which the
 process keeps as RSS long after the objects are gone. Here:
 
-* **a fast reader for the plain shape** (:class:`CompactReader`): objects of exactly the types
-  JSON gives, quantities in base units (what rte's agents publish), nothing negative. It builds
-  the same :class:`~rte.model.topology.NodeTopology` that ``from_nrt`` would (a differential
-  test holds them equal) or gives up, and ``from_nrt`` then reads the object, with its checks,
-  warnings and messages;
+* **one item at a time**: msgspec splits a JSON file's ``items`` into their bytes without
+  building anything, then decodes each item straight into typed structs (types checked in C,
+  unknown fields skipped), from which the topology is built and the structs dropped;
 * **shared parts**: equal costs, attributes, resources, zones, strings and amounts are one
-  object each (every node of a cluster has the same cost tables, zone names and capacities),
-  about a third of the memory of a topology read as is;
-* **one object at a time**: a JSON file is decoded, each item encoded again on its own, the
-  document dropped, and then each item decoded and read in turn; all of the document's memory
-  is free (and given back) before the topologies are built, so it is not mixed in with them.
-  YAML files are decoded by :func:`rte.yamlfile.read_objects` as before.
+  object each (every node of a cluster has the same cost tables, zone names and capacities);
+  a topology takes about a third of the memory of one read as is;
+* **from_nrt decides the rest**: an item the structs do not fit (a field of another type, a
+  negative amount, another apiVersion) is decoded as JSON and read by :class:`CompactReader`,
+  which builds what ``from_nrt`` would for the plain shape (objects of exactly JSON's types,
+  base-unit amounts) and otherwise calls it, with its checks, warnings and messages. Differential
+  tests hold both readers equal to ``from_nrt``. YAML files, and JSON that msgspec does not read
+  (a byte order mark, say), go through :func:`rte.yamlfile.read_objects`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
+
+import msgspec
+import orjson
 
 from rte.errors import InputError
 from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, from_nrt
@@ -200,48 +203,189 @@ class CompactReader:
         return from_nrt(obj, strict=strict)
 
 
-def _json_items(path: Path) -> Iterator[tuple[str, Any]] | None:
-    """``(where, object)`` for every object of a JSON file, decoded one at a time; None when the
-    file is not JSON (see the module docstring)."""
-    import orjson
+# --- JSON files through typed structs --------------------------------------------------------
+# msgspec decodes each item straight into these (its types checked in C, unknown fields skipped);
+# an item they do not fit is decoded as JSON and read by CompactReader.read, with from_nrt's
+# checks and messages.
 
+
+class _SCost(msgspec.Struct, gc=False):
+    name: str
+    value: int
+
+
+class _SResource(msgspec.Struct, gc=False):
+    name: str
+    capacity: str | int
+    allocatable: str | int
+    available: str | int
+
+
+class _SAttribute(msgspec.Struct, gc=False):
+    name: str
+    value: str
+
+
+class _SZone(msgspec.Struct, gc=False):
+    name: str
+    type: str
+    parent: str | None = None
+    costs: list[_SCost] | None = None
+    attributes: list[_SAttribute] | None = None
+    resources: list[_SResource] | None = None
+
+
+class _SOwner(msgspec.Struct, gc=False):
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class _SMetadata(msgspec.Struct, gc=False):
+    name: str
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    ownerReferences: list[_SOwner] | None = None
+
+
+class _SNRT(msgspec.Struct, gc=False):
+    metadata: _SMetadata
+    apiVersion: str | None = None
+    kind: str | None = None
+    zones: list[_SZone] | None = None
+    attributes: list[_SAttribute] | None = None
+    topologyPolicies: list[str] | None = None
+
+
+_NRT_DECODER = msgspec.json.Decoder(_SNRT)
+_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class _StructReader(CompactReader):
+    """:class:`CompactReader` for items decoded into the structs above."""
+
+    def read_raw(self, raw: bytes, *, strict: bool) -> NodeTopology | None:
+        """The NRT in ``raw``; None when it is not an object (the caller words that)."""
+        try:
+            return self._from_struct(_NRT_DECODER.decode(raw))
+        except (msgspec.ValidationError, msgspec.DecodeError, _NotPlain):
+            pass
+        obj = decode_json(raw, "NRT")
+        return self.read(obj, strict=strict) if isinstance(obj, Mapping) else None
+
+    def _struct_attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
+        parts, text = self._parts, self._text
+        out = []
+        for item in items or ():
+            key = (Attribute, text(item.name), text(item.value))
+            attribute = parts.get(key)
+            if attribute is None:
+                attribute = parts[key] = Attribute(key[1], key[2])
+            out.append(attribute)
+        return self._shared_tuple(out)
+
+    def _struct_zone(self, zone: _SZone) -> Zone:
+        parts, text, amount = self._parts, self._text, self._amount
+        costs = []
+        for c in zone.costs or ():
+            key: tuple[Any, ...] = (Cost, text(c.name), c.value)
+            cost = parts.get(key)
+            if cost is None:
+                cost = parts[key] = Cost(key[1], key[2])
+            costs.append(cost)
+        resources = []
+        for r in zone.resources or ():
+            key = (ResourceInfo, text(r.name), amount(r.capacity), amount(r.allocatable), amount(r.available))
+            resource = parts.get(key)
+            if resource is None:
+                resource = parts[key] = ResourceInfo(*key[1:])
+            resources.append(resource)
+        fields = (
+            text(zone.name),
+            text(zone.type),
+            text(zone.parent) if zone.parent else None,
+            self._shared_tuple(costs),
+            self._struct_attributes(zone.attributes),
+            self._shared_tuple(resources),
+        )
+        key = (Zone, *fields[:3], *map(id, fields[3:]))
+        shared = parts.get(key)
+        if shared is None:
+            shared = parts[key] = Zone(*fields)
+        return shared
+
+    def _from_struct(self, nrt: _SNRT) -> NodeTopology:
+        if nrt.apiVersion is not None and nrt.apiVersion not in _API_VERSIONS:
+            raise _NotPlain
+        if nrt.kind is not None and nrt.kind != KIND:
+            raise _NotPlain
+        meta, text = nrt.metadata, self._text
+        owners = tuple(
+            OwnerReference(text(o.apiVersion), text(o.kind), text(o.name), text(o.uid))
+            for o in meta.ownerReferences or ()
+        )
+        return NodeTopology(
+            name=text(meta.name),
+            zones=self._shared_tuple([self._struct_zone(z) for z in nrt.zones or ()]),
+            attributes=self._struct_attributes(nrt.attributes),
+            topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),
+            annotations={text(k): text(v) for k, v in (meta.annotations or {}).items()},
+            labels={text(k): text(v) for k, v in (meta.labels or {}).items()},
+            owner_references=owners,
+        )
+
+
+def _raw_items(path: Path) -> list[tuple[str, bytes]] | None:
+    """``(where, JSON bytes)`` of every object of a JSON file, nothing decoded; None when the file
+    is not a JSON object that msgspec reads (the slower paths decide then)."""
     try:
         data = path.read_bytes()
     except OSError:
+        return None
+    if path.suffix.lower() != ".json" and data.lstrip()[:1] != b"{":
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # msgspec passes over strings it skips unchecked
+        except UnicodeDecodeError:
+            return None
+    try:
+        top = _OBJECT.decode(data)
+        kind = top.get("kind")
+        if kind is None or not str(orjson.loads(bytes(kind))).endswith("List"):
+            return [(str(path), data)]
+        items = top.get("items")
+        raws = _RAW_LIST.decode(items) if items is not None else None
+    except (msgspec.ValidationError, msgspec.DecodeError, orjson.JSONDecodeError):
+        return None
+    if raws is None:
         return None  # read_objects words the error
-    if path.suffix.lower() != ".json" and data.lstrip()[:1] not in (b"{", b"["):
-        return None
-    try:
-        document = decode_json(data, str(path))
-    except InputError:
-        return None  # YAML's flow style, or broken: read_objects decides and words it
-    del data
-    if not (isinstance(document, Mapping) and str(document.get("kind", "")).endswith("List")):
-        return iter(() if document is None else [(str(path), document)])
-    items = document.get("items")
-    if not isinstance(items, list):
-        return None
-    where = [f"{path}: items[{i}]" for i in range(len(items))]
-    try:
-        encoded = [orjson.dumps(item) for item in items]
-    except TypeError:  # an integer beyond 64 bits, kept exact by decode_json: keep the objects
-        return zip(where, items, strict=True)
-    del document, items
-    return zip(where, map(orjson.loads, encoded), strict=True)
+    return [(f"{path}: items[{i}]", bytes(raw)) for i, raw in enumerate(raws)]
 
 
-def read_nrt_file(path: Path, reader: CompactReader | None = None) -> list[NodeTopology]:
+def read_nrt_file(path: Path) -> list[NodeTopology]:
     """Every NRT in a JSON or YAML file: one object, a ``...List`` with ``items``, or many documents.
 
     Strict, as for any file a user hands us: a negative amount is a mistake. Errors name the file
     and the item (``nrts.json: items[3]: zones[0].name: required field is missing``).
     """
-    reader = reader or CompactReader()
-    objects = _json_items(path)
-    if objects is None:
-        objects = read_objects(path)
+    reader = _StructReader()
     out: list[NodeTopology] = []
-    for where, obj in objects:
+    raws = _raw_items(path)
+    if raws is not None:
+        for where, raw in raws:
+            try:
+                topology = reader.read_raw(raw, strict=True)
+            except InputError as e:
+                raise InputError(f"{where}: {e.source}", e.detail) from e
+            if topology is None:
+                kind = type(decode_json(raw, where)).__name__
+                raise InputError(where, f"expected an NRT object, got {kind}")
+            out.append(topology)
+        return out
+    for where, obj in read_objects(path):  # YAML, or JSON msgspec does not read
         if not isinstance(obj, Mapping):
             raise InputError(where, f"expected an NRT object, got {type(obj).__name__}")
         try:

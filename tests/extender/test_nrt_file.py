@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rte.consumer.nrtfile import CompactReader, read_nrt_file
+from rte.consumer.nrtfile import CompactReader, _raw_items, _StructReader, read_nrt_file
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
@@ -70,6 +70,24 @@ def test_compact_reader_equals_from_nrt(obj: Any, strict: bool) -> None:
     _same_or_same_error(compact, reference)
 
 
+@given(st.sampled_from(_nrts()).flatmap(mutated))
+@example({**_nrts()[0], "kind": "Pod"})
+@example({**_nrts()[0], "apiVersion": "v1"})
+@example({**_nrts()[0], "zones": [{**_nrts()[0]["zones"][0], "parent": ""}]})
+def test_the_struct_reader_of_json_items_equals_from_nrt(obj: Any) -> None:
+    raw = json.dumps(obj).encode("utf-8", "surrogatepass")
+    logging.disable(logging.WARNING)
+    try:
+        compact = _outcome(lambda: _StructReader().read_raw(raw, strict=True))
+        reference = _outcome(lambda: from_nrt(obj, strict=True) if isinstance(obj, dict) else None)
+    finally:
+        logging.disable(logging.NOTSET)
+    if isinstance(compact, InputError) and isinstance(reference, InputError):
+        assert compact.detail == reference.detail and compact.source.endswith(reference.source)
+    else:
+        assert compact == reference
+
+
 def test_equal_parts_are_one_object() -> None:
     reader = CompactReader()
     a, b = (reader.read(json.loads(json.dumps(o))) for o in (_nrts()[1], _nrts()[3]))
@@ -107,6 +125,9 @@ def test_json_and_yaml_files_give_the_same_store(tmp_path: Path) -> None:
     assert all(s == snapshots[0] for s in snapshots)
     one = _write(tmp_path, "one.json", json.dumps(objects[2]))
     assert topologies_from_file(one) == [reference[2]]
+    # JSON takes the item-by-item path (not the YAML reader's fallback, which gives the same)
+    assert [len(r or ()) for r in map(_raw_items, files)] == [4, 4, 0, 0]
+    assert _raw_items(one) is not None
 
 
 def test_yaml_flow_style_that_is_not_json_is_read_as_yaml(tmp_path: Path) -> None:
