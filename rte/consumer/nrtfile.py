@@ -266,13 +266,13 @@ _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 class _StructReader(CompactReader):
     """:class:`CompactReader` for items decoded into the structs above."""
 
-    def read_raw(self, raw: bytes, *, strict: bool) -> NodeTopology | None:
+    def read_raw(self, raw: bytes | msgspec.Raw, *, strict: bool) -> NodeTopology | None:
         """The NRT in ``raw``; None when it is not an object (the caller words that)."""
         try:
             return self._from_struct(_NRT_DECODER.decode(raw))
         except (msgspec.ValidationError, msgspec.DecodeError, _NotPlain):
             pass
-        obj = decode_json(raw, "NRT")
+        obj = decode_json(bytes(raw), "NRT")
         return self.read(obj, strict=strict) if isinstance(obj, Mapping) else None
 
     def _struct_attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
@@ -337,7 +337,7 @@ class _StructReader(CompactReader):
         )
 
 
-def _raw_items(path: Path) -> list[tuple[str, bytes]] | None:
+def _raw_items(path: Path) -> list[tuple[str, msgspec.Raw | bytes]] | None:
     """``(where, JSON bytes)`` of every object of a JSON file, nothing decoded; None when the file
     is not a JSON object that msgspec reads (the slower paths decide then)."""
     try:
@@ -362,7 +362,9 @@ def _raw_items(path: Path) -> list[tuple[str, bytes]] | None:
         return None
     if raws is None:
         return None  # read_objects words the error
-    return [(f"{path}: items[{i}]", bytes(raw)) for i, raw in enumerate(raws)]
+    # Views into the file's bytes, not copies: those would be scattered over the heap (one
+    # malloc'd block per item) and outlive the reading as RSS; the file's one block is given back.
+    return [(f"{path}: items[{i}]", raw) for i, raw in enumerate(raws)]
 
 
 def read_nrt_file(path: Path) -> list[NodeTopology]:
@@ -381,7 +383,7 @@ def read_nrt_file(path: Path) -> list[NodeTopology]:
             except InputError as e:
                 raise InputError(f"{where}: {e.source}", e.detail) from e
             if topology is None:
-                kind = type(decode_json(raw, where)).__name__
+                kind = type(decode_json(bytes(raw), where)).__name__
                 raise InputError(where, f"expected an NRT object, got {kind}")
             out.append(topology)
         return out
