@@ -26,6 +26,7 @@ already rejected such nodes.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import threading
@@ -154,9 +155,17 @@ class ExtenderService:
         importlib.import_module("numpy.ma")
 
     def nrt_listed(self) -> None:
-        """The NRT list is in the store: warm up (first list only), then report the NRTs synced."""
+        """The NRT list is in the store: warm up (first list only), then report the NRTs synced.
+
+        After the first warm-up, everything alive is moved out of the cyclic garbage collector's
+        sight (``gc.freeze``): a full collection walks every object, 650 000 at 20 000 NRTs, which
+        took 1.2 s, and would stall whichever request triggered it. Frozen objects are still
+        freed by reference counting (topologies and views hold no cycles) when replaced.
+        """
         if not self.nrt_synced.is_set():
             self.warm()
+            gc.collect()
+            gc.freeze()
         self.nrt_synced.set()
 
     # --- decisions -----------------------------------------------------------------------
