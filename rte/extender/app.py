@@ -17,6 +17,7 @@ Lease up only after the fencing gap.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import socket
 import threading
@@ -114,6 +115,10 @@ class ExtenderApp:
         )
 
     def start(self) -> ExtenderApp:
+        # The kernel's first np.unique imports numpy.ma (80 ms): now, on this thread, before any
+        # other starts; not in the first request, nor in the watch thread's warm-up, where it held
+        # the import lock while the leader election's thread needed it.
+        importlib.import_module("numpy.ma")
         if self.settings.nrt_files:
             topologies = [t for path in self.settings.nrt_files for t in topologies_from_file(path)]
             self.store.replace_all(topologies)

@@ -27,7 +27,6 @@ already rejected such nodes.
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
 import threading
 import time
@@ -151,8 +150,6 @@ class ExtenderService:
         """
         prep = prepare_pod(pod_from_manifest(_WARM_UP_POD, source="warm-up pod"), compat=self.compat)
         score_nodes(prep, self.store.nodes(), self.cache, Scorer(prep, self.strategy))
-        # The kernel's first np.unique imports numpy.ma (80 ms): here, not in the first request.
-        importlib.import_module("numpy.ma")
 
     def nrt_listed(self) -> None:
         """The NRT list is in the store: warm up (first list only), then report the NRTs synced.
@@ -164,8 +161,7 @@ class ExtenderService:
         """
         if not self.nrt_synced.is_set():
             self.warm()
-            gc.collect()
-            gc.freeze()
+            gc.freeze()  # without a collection first: that would hold the interpreter as long
         self.nrt_synced.set()
 
     # --- decisions -----------------------------------------------------------------------
