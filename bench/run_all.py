@@ -1,7 +1,7 @@
 """Run every benchmark and print one table with the targets beside the figures.
 
     python -m bench.run_all            # everything (about 4 minutes on a 2-core machine)
-    python -m bench.run_all --quick    # skip the slow ones (agent process, 1000-node simulation)
+    python -m bench.run_all --quick    # skip the slow ones (processes: agent, extender; simulation)
 
 Each benchmark module also runs on its own (``python -m bench.bench_<name>``) with more detail.
 Figures are medians of repeated runs on whatever machine this is; compare ratios, not absolutes,
@@ -17,7 +17,7 @@ import time
 from bench.timing import Row
 
 FAST = ("bench_fingerprint", "bench_dump", "bench_cycle", "bench_consumer", "bench_cache", "bench_extender")
-SLOW = ("bench_agent", "bench_simulate")
+SLOW = ("bench_agent", "bench_simulate", "bench_serve", "bench_serve_start")
 
 
 def main() -> None:

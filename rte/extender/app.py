@@ -5,8 +5,8 @@ directly); :func:`run_extender` runs it in the foreground until SIGTERM or SIGIN
 (:class:`~rte.runtime.signals.SignalWaiter`).
 
 The reserve cache is resynced every ``cacheResyncPeriodSeconds`` (OverReserve only; the other
-caches have nothing to resync), and once as soon as the pod list has synced, as the cache
-expects at start.
+caches have nothing to resync), and once as soon as the lists have synced, as the cache expects
+at start; the extender is ready only after that first pass, so that no request waits behind it.
 
 With TLS settings the verbs port is HTTPS with client certificates, and ``--probe-listen`` adds
 a plain-HTTP server for the probes and metrics. With ``--leader-elect`` a
@@ -17,6 +17,7 @@ Lease up only after the fencing gap.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import socket
 import threading
@@ -65,13 +66,15 @@ class _Resyncer:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.is_set() and not self.service.ready():
-            self._stop.wait(0.1)
+        while not self._stop.is_set() and not self.service.synced():
+            self._stop.wait(0.05)
         while not self._stop.is_set():
             try:
                 self.service.resync()
             except Exception:  # a bug must not stop future resyncs
                 log.exception("cache resync failed")
+            if self.service.first_resync is not None:
+                self.service.first_resync.set()  # ready from now on (a failed pass too: it logged)
             self._stop.wait(self.period)
 
 
@@ -92,6 +95,8 @@ class ExtenderApp:
             informer_mode=settings.cache.config.informer_mode,
             compat=settings.compat,
         )
+        if settings.cache.mode is CacheMode.OVER_RESERVE and settings.cache.resync_period > 0:
+            self.service.first_resync = threading.Event()  # set by the _Resyncer
         self._api_client = api_client
         self._state_max_age = state_max_age
         self.feeds: Any = None
@@ -110,11 +115,15 @@ class ExtenderApp:
         )
 
     def start(self) -> ExtenderApp:
+        # The kernel's first np.unique imports numpy.ma (80 ms): now, on this thread, before any
+        # other starts; not in the first request, nor in the watch thread's warm-up, where it held
+        # the import lock while the leader election's thread needed it.
+        importlib.import_module("numpy.ma")
         if self.settings.nrt_files:
             topologies = [t for path in self.settings.nrt_files for t in topologies_from_file(path)]
             self.store.replace_all(topologies)
             self.service.pods_tracked = False
-            self.service.nrt_synced.set()
+            self.service.nrt_listed()
         else:
             from rte.extender.watch import ClusterFeeds
 
@@ -140,7 +149,7 @@ class ExtenderApp:
             self.probe_server.start()
         if self.settings.election is not None:
             self._start_leadership()
-        if self.settings.cache.mode is CacheMode.OVER_RESERVE and self.settings.cache.resync_period > 0:
+        if self.service.first_resync is not None:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
             self._resyncer.start()
         log.info(

@@ -31,7 +31,6 @@ server (:mod:`rte.runtime.httpserver`): a fixed pool of workers, idle connection
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -50,20 +49,22 @@ from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response
 from rte.runtime.metrics import CONTENT_TYPE
 from rte.runtime.tls import ServerTls
+from rte.yamlfile import encode_json
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BODY = 32 * MiB
-"""Bytes. With ``nodeCacheCapable: true`` (names only, the deployed configuration) 5000 nodes
-take ~100 KiB. Whole Node objects (``nodeCacheCapable: false``) take ~600 bytes each when
-minimal (~3 MiB for 5000), and 5-10 KiB when real, since a Node lists up to 50 of its images by
-default. The scheduler sends the nodes that passed its own filters, by default at most 10 % of a
-5000-node cluster (kubernetes/kubernetes ``pkg/scheduler/schedule_one.go``,
-numFeasibleNodesToFind): 32 MiB leaves a margin of six over 500 real Nodes and ten over 5000
-minimal ones. The bound is memory: parsed, 32 MiB of JSON is some 300 MiB of Python objects,
-within the 1 GiB limit of ``deploy/scheduler-extender.yaml``. Whole-Node mode with
-``percentageOfNodesToScore: 100`` in a cluster of thousands needs ``--max-request-body`` (and
-the memory limit) raised together."""
+DEFAULT_MAX_BODY = 64 * MiB
+"""Bytes: whole-Node mode at 5000 nodes. With ``nodeCacheCapable: true`` (names only, the
+deployed configuration) 5000 nodes take ~100 KiB. Whole Node objects (``nodeCacheCapable:
+false``) take ~600 bytes each when minimal and 9-12 KiB when real, since a Node lists up to 50
+of its images by default (the kubelet's ``nodeStatusMaxImages``): 64 MiB holds 5000 Nodes of up
+to 13 KiB, which is every node of a 5000-node cluster with ``percentageOfNodesToScore: 100``
+(by default the scheduler sends at most 10 % of them: kubernetes/kubernetes
+``pkg/scheduler/schedule_one.go``, numFeasibleNodesToFind). The bound is memory: such a request
+costs about three times its size while it is served (the body as read and as kept, and each
+Node's bytes kept to be sent back; :mod:`rte.extender.wire` builds no objects for the fields it
+skips), within the 1 GiB limit of ``deploy/scheduler-extender.yaml``; a request the fast decoder
+leaves to ``json`` costs some ten times its size."""
 
 STATE_MAX_AGE = 1.0
 """Seconds: how old the ``/state`` snapshot may get before a reader refreshes it."""
@@ -116,7 +117,7 @@ class StateSnapshots:
             if current is None or self._clock() - current.taken >= self.max_age:
                 taken = self._clock()
                 state = self._service.state()
-                current = _Snapshot(taken, state, json.dumps(state, separators=(",", ":")).encode())
+                current = _Snapshot(taken, state, encode_json(state))
                 self._current = current
             return current
         finally:

@@ -190,8 +190,9 @@ class ExtenderOptions:
     compat: Compat = field(default=Compat.KUBELET, metadata=_enum(Compat))
     """Whose rules Filter and Score follow: the kubelet's admission, or the reference plugin's bit
     for bit (reference)."""
-    max_request_body: str = field(default="32Mi", metadata=setting(STR, check=parse_size, metavar="SIZE"))
-    """Largest request body accepted, a quantity (32Mi); larger ones are answered 413 before they are read."""
+    max_request_body: str = field(default="64Mi", metadata=setting(STR, check=parse_size, metavar="SIZE"))
+    """Largest request body accepted, a quantity (64Mi: 5000 whole Nodes); larger ones are answered 413
+    before they are read."""
     tls_cert_file: Path | None = field(default=None, metadata=setting(PATH))
     """Serve --listen over HTTPS with this certificate (PEM, chain first); reloaded when it changes."""
     tls_private_key_file: Path | None = field(default=None, metadata=setting(PATH))

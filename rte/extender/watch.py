@@ -115,7 +115,7 @@ class ClusterFeeds:
             except InputError as e:
                 log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(item), e)
         self.store.replace_all(topologies)
-        self.service.nrt_synced.set()
+        self.service.nrt_listed()
 
     def _nrt_event(self, event_type: str, obj: Obj) -> None:
         try:

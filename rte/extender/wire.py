@@ -25,6 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+import orjson
+
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
 from rte.yamlfile import decode_json
@@ -45,7 +48,7 @@ def extender_score(score: int) -> int:
     return -(-clamped * MAX_EXTENDER_PRIORITY // MAX_SCORE)
 
 
-def _field(obj: Mapping[str, Any], name: str) -> Any:
+def go_field(obj: Mapping[str, Any], name: str) -> Any:
     """``obj[name]``, matching the key case-insensitively like Go's ``encoding/json``."""
     if name in obj:
         return obj[name]
@@ -56,12 +59,25 @@ def _field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class WireNode:
+    """A Node object of a request (``nodeCacheCapable: false``): what Filter needs of it, and
+    what to send back when it passes."""
+
+    name: str
+    allocatable: frozenset[str]
+    """The names in ``status.allocatable``; Filter only asks whether a resource is listed."""
+    echo: Any
+    """The object as sent: its JSON bytes as an ``orjson.Fragment`` (sent back verbatim), or the
+    decoded object (requests the fast decoder leaves to ``json``)."""
+
+
 @dataclass(frozen=True)
 class ExtenderArgs:
     """A decoded ``ExtenderArgs``: the pod and the candidate nodes in either form."""
 
     pod: Mapping[str, Any]
-    nodes: Sequence[Mapping[str, Any]] | None
+    nodes: Sequence[WireNode] | None
     """The Node objects (``nodeCacheCapable: false``), or None when only names were sent."""
     node_names: Sequence[str] | None
     """The candidate names (``nodeCacheCapable: true``), or None when Node objects were sent."""
@@ -70,7 +86,7 @@ class ExtenderArgs:
         """Every candidate's name, in request order (names first when both forms were sent)."""
         if self.node_names is not None:
             return list(self.node_names)
-        return [node_name(n) for n in self.nodes or ()]
+        return [n.name for n in self.nodes or ()]
 
 
 def node_name(node: Mapping[str, Any]) -> str:
@@ -79,19 +95,96 @@ def node_name(node: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
+def allocatable_names(node: Mapping[str, Any]) -> frozenset[str]:
+    status = node.get("status")
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    return frozenset(allocatable) if isinstance(allocatable, Mapping) else frozenset()
+
+
 def decode_args(body: bytes) -> ExtenderArgs:
-    """Decode a request body; an :class:`InputError` names what is wrong with it."""
+    """Decode a request body; an :class:`InputError` names what is wrong with it.
+
+    Well-formed requests go through :func:`_decode_fast`, which reads only the fields used;
+    anything it does not take is decoded whole, with the same result.
+    """
+    fast = _decode_fast(body)
+    return fast if fast is not None else _decode_whole(body)
+
+
+# --- the fast decoder -------------------------------------------------------------------------
+# msgspec decodes into these types and skips every other field without building it; msgspec.Raw
+# keeps a value's JSON bytes as sent. Field names are matched exactly, as node_name() does.
+
+
+class _Metadata(msgspec.Struct):
+    name: str | None = None
+
+
+class _Status(msgspec.Struct):
+    allocatable: dict[str, msgspec.Raw] | None = None
+
+
+class _Node(msgspec.Struct):
+    metadata: _Metadata | None = None
+    status: _Status | None = None
+
+
+_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_ITEMS = msgspec.json.Decoder(list[msgspec.Raw] | None)
+_NODE = msgspec.json.Decoder(_Node)
+_NAMES = msgspec.json.Decoder(list[str] | None)
+
+
+def _decode_fast(body: bytes) -> ExtenderArgs | None:
+    """The arguments, reading only what is used (a whole-Node request of 5000 Nodes: 10 ms
+    instead of 40 for all of it), or None to leave the request to :func:`_decode_whole`: on
+    anything unusual (invalid JSON, a field of an unexpected type, a Node without a name), so
+    that the answer and every error are exactly its.
+    """
+    if not body.isascii():
+        try:
+            body.decode("utf-8")  # msgspec passes over the strings it skips unchecked
+        except UnicodeDecodeError:
+            return None
+    try:
+        top = _OBJECT.decode(body)
+        pod_raw, names_raw, nodes_raw = (go_field(top, k) for k in ("Pod", "NodeNames", "Nodes"))
+        if pod_raw is None:
+            return None
+        pod = decode_json(bytes(pod_raw), "ExtenderArgs.Pod")
+        names = None if names_raw is None else _NAMES.decode(names_raw)
+        nodes: list[WireNode] | None = None
+        if nodes_raw is not None and bytes(nodes_raw) != b"null":
+            node_list = _OBJECT.decode(nodes_raw)
+            items = node_list.get("items")
+            nodes = []
+            for raw in (_ITEMS.decode(items) if items is not None else None) or ():
+                node = _NODE.decode(raw)
+                name = node.metadata.name if node.metadata is not None else None
+                if not name:
+                    return None
+                status = node.status
+                allocatable = frozenset(status.allocatable) if status and status.allocatable else frozenset()
+                nodes.append(WireNode(name, allocatable, orjson.Fragment(bytes(raw))))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, InputError):
+        return None
+    if not isinstance(pod, Mapping) or (names is None and nodes is None):
+        return None
+    return ExtenderArgs(pod=pod, nodes=nodes, node_names=names)
+
+
+def _decode_whole(body: bytes) -> ExtenderArgs:
     obj = decode_json(body, "ExtenderArgs")
     if not isinstance(obj, Mapping):
         raise InputError("ExtenderArgs", f"expected a JSON object, got {type(obj).__name__}")
-    pod = _field(obj, "Pod")
+    pod = go_field(obj, "Pod")
     if not isinstance(pod, Mapping):
         raise InputError("ExtenderArgs.Pod", "missing or not an object")
-    names = _field(obj, "NodeNames")
+    names = go_field(obj, "NodeNames")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise InputError("ExtenderArgs.NodeNames", "expected a list of node names")
-    node_list = _field(obj, "Nodes")
-    nodes: list[Mapping[str, Any]] | None = None
+    node_list = go_field(obj, "Nodes")
+    nodes: list[WireNode] | None = None
     if node_list is not None:
         if not isinstance(node_list, Mapping):
             raise InputError("ExtenderArgs.Nodes", "expected a NodeList object")
@@ -101,7 +194,7 @@ def decode_args(body: bytes) -> ExtenderArgs:
         for i, item in enumerate(items):
             if not isinstance(item, Mapping) or not node_name(item):
                 raise InputError(f"ExtenderArgs.Nodes.items[{i}]", "expected a Node object with a name")
-        nodes = items
+        nodes = [WireNode(node_name(n), allocatable_names(n), n) for n in items]
     if names is None and nodes is None:
         raise InputError("ExtenderArgs", "neither NodeNames nor Nodes is set")
     return ExtenderArgs(pod=pod, nodes=nodes, node_names=names)
@@ -120,7 +213,7 @@ def filter_result(args: ExtenderArgs, passed: Sequence[str], failed: Mapping[str
         result["NodeNames"] = list(passed)
     if args.nodes is not None:
         keep = set(passed)
-        result["Nodes"] = {"metadata": {}, "items": [n for n in args.nodes if node_name(n) in keep]}
+        result["Nodes"] = {"metadata": {}, "items": [n.echo for n in args.nodes if n.name in keep]}
     return result
 
 
@@ -138,3 +231,16 @@ def error_result(message: str) -> dict[str, Any]:
 def host_priority(node: str, score: int) -> dict[str, Any]:
     """One ``HostPriority`` entry, ``score`` given on our 0..100 scale."""
     return {"Host": node, "Score": extender_score(score)}
+
+
+_ON_EXTENDER_SCALE = [extender_score(s) for s in range(MAX_SCORE + 1)]
+
+
+def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+    """A ``HostPriorityList``: :func:`host_priority` of each ``(node, score)``, by table lookup
+    (a call per node was a tenth of prioritize's time at 5000 candidates)."""
+    table = _ON_EXTENDER_SCALE
+    return [
+        {"Host": node, "Score": table[score] if 0 <= score <= MAX_SCORE else extender_score(score)}
+        for node, score in scores
+    ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import email.utils
 import http.client
 import io
-import json
 import re
 import socket
 import time
@@ -22,6 +21,8 @@ from dataclasses import dataclass
 from email.message import Message
 from http import HTTPStatus
 from typing import Any
+
+from rte.yamlfile import encode_json
 
 MiB = 1024 * 1024
 TEXT = "text/plain; charset=utf-8"
@@ -52,7 +53,7 @@ class Response:
 
 
 def json_response(status: int, obj: Any) -> Response:
-    return Response(status, json.dumps(obj, separators=(",", ":")).encode(), JSON)
+    return Response(status, encode_json(obj), JSON)
 
 
 def text_response(status: int, text: str, content_type: str = TEXT) -> Response:

@@ -73,7 +73,8 @@ class RowData:
     """Per resource, the positions listing it (:attr:`NumaView.present`)."""
 
 
-_ROW_KEY = "kernel-row"
+ROW_KEY = "kernel-row"
+"""Key of :attr:`NumaView.local` under which a view's extracted row is memoised."""
 _SHAPE_KEY = "kernel-row-shape"
 
 
@@ -81,7 +82,7 @@ def row_data(view: NumaView) -> RowData:
     """What a table row holds of ``view``, memoised on the view. A view derived from another
     (reservations subtracted, :meth:`NumaView.with_zone_available`) shares that one's ``memo``,
     facts and zones: only its amounts are extracted again."""
-    cached = view.local.get(_ROW_KEY)
+    cached = view.local.get(ROW_KEY)
     if cached is not None:
         return cached  # type: ignore[return-value]
     shape = view.memo.get(_SHAPE_KEY)
@@ -92,7 +93,7 @@ def row_data(view: NumaView) -> RowData:
         data = replace(shape, exact=exact and config, available=available, fractional=fractional)
     else:
         data = view.memo[_SHAPE_KEY] = _row_data(view)
-    view.local[_ROW_KEY] = data
+    view.local[ROW_KEY] = data
     return data
 
 

@@ -1,0 +1,397 @@
+"""NRTs from files (``--nrt-file``), read at JSON speed into a compact memory layout.
+
+:func:`rte.model.nrt.from_nrt` checks every field with a path for its error message, which
+costs about half a millisecond per 8-zone NRT; and decoding a whole file keeps every object of
+it alive at once (700 MiB of Python objects for 20 000 NRTs in 112 MiB of JSON), which the
+process keeps as RSS long after the objects are gone. Here:
+
+* **one item at a time**: msgspec splits a JSON file's ``items`` into their bytes without
+  building anything, then decodes each item straight into typed structs (types checked in C,
+  unknown fields skipped), from which the topology is built and the structs dropped;
+* **shared parts**: equal costs, attributes, resources, zones, strings and amounts are one
+  object each (every node of a cluster has the same cost tables, zone names and capacities);
+  a topology takes about a third of the memory of one read as is;
+* **from_nrt decides the rest**: an item the structs do not fit (a field of another type, a
+  negative amount, another apiVersion) is decoded as JSON and read by :class:`CompactReader`,
+  which builds what ``from_nrt`` would for the plain shape (objects of exactly JSON's types,
+  base-unit amounts) and otherwise calls it, with its checks, warnings and messages. Differential
+  tests hold both readers equal to ``from_nrt``. YAML files, and JSON that msgspec does not read
+  (a byte order mark, say), go through :func:`rte.yamlfile.read_objects`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import orjson
+
+from rte.errors import InputError
+from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, from_nrt
+from rte.model.quantity import Amount, parse_quantity
+from rte.model.topology import Attribute, Cost, NodeTopology, OwnerReference, ResourceInfo, Zone
+from rte.yamlfile import decode_json, read_objects
+
+T = TypeVar("T")
+_API_VERSIONS = frozenset(f"{GROUP}/{v}" for v in READABLE_VERSIONS)
+
+
+class _NotPlain(Exception):
+    """The object is not of the plain shape: ``from_nrt`` reads it."""
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _NotPlain
+    return value
+
+
+def _items(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if type(value) is not list:
+        raise _NotPlain
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise _NotPlain
+    return value
+
+
+class CompactReader:
+    """Reads NRT objects into topologies whose equal parts are shared (see the module).
+
+    Parts are looked up by keys of plain values and of the ids of parts already shared (alive
+    for as long as the reader is, so an id names one value), which hashes in C; hashing the
+    frozen dataclasses themselves would run their Python ``__hash__`` down every level.
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[Any, ...], Any] = {}
+        self._texts: dict[str, str] = {}
+        self._quantities: dict[str, Amount] = {}
+
+    def _shared_tuple(self, items: list[T]) -> tuple[T, ...]:
+        key = (tuple, *map(id, items))
+        shared = self._parts.get(key)
+        if shared is None:
+            shared = self._parts[key] = tuple(items)
+        return shared
+
+    def _text(self, value: Any) -> str:
+        text = _str(value)
+        shared = self._texts.get(text)
+        if shared is None:
+            # A copy: the decoded object's own string would keep its memory block alive.
+            shared = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+            self._texts[shared] = shared
+        return shared
+
+    def _amount(self, value: Any) -> Amount:
+        kind = type(value)
+        if kind is str:
+            amount = self._quantities.get(value)
+            if amount is None:
+                try:
+                    amount = parse_quantity(value)
+                except ValueError:
+                    raise _NotPlain from None
+                self._quantities[value] = amount
+        elif kind is int:
+            amount = value
+        else:
+            raise _NotPlain
+        if amount < 0:
+            raise _NotPlain  # from_nrt warns or refuses
+        return amount
+
+    def _attributes(self, value: Any) -> tuple[Attribute, ...]:
+        parts = self._parts
+        out = []
+        for item in map(_dict, _items(value)):
+            key = (Attribute, self._text(item["name"]), self._text(item["value"]))
+            attribute = parts.get(key)
+            if attribute is None:
+                attribute = parts[key] = Attribute(key[1], key[2])
+            out.append(attribute)
+        return self._shared_tuple(out)
+
+    def _zone(self, value: Any) -> Zone:
+        obj = _dict(value)
+        parts, text, amount = self._parts, self._text, self._amount
+        costs = []
+        for item in map(_dict, _items(obj.get("costs"))):
+            key: tuple[Any, ...] = (Cost, text(item["name"]), item["value"])
+            if type(key[2]) is not int:
+                raise _NotPlain
+            cost = parts.get(key)
+            if cost is None:
+                cost = parts[key] = Cost(key[1], key[2])
+            costs.append(cost)
+        resources = []
+        for item in map(_dict, _items(obj.get("resources"))):
+            key = (
+                ResourceInfo,
+                text(item["name"]),
+                amount(item["capacity"]),
+                amount(item["allocatable"]),
+                amount(item["available"]),
+            )
+            resource = parts.get(key)
+            if resource is None:
+                resource = parts[key] = ResourceInfo(*key[1:])
+            resources.append(resource)
+        parent = obj.get("parent")
+        fields = (
+            text(obj["name"]),
+            text(obj["type"]),
+            text(parent) if parent else None,
+            self._shared_tuple(costs),
+            self._attributes(obj.get("attributes")),
+            self._shared_tuple(resources),
+        )
+        key = (Zone, *fields[:3], *map(id, fields[3:]))
+        zone = parts.get(key)
+        if zone is None:
+            zone = parts[key] = Zone(*fields)
+        return zone
+
+    def _plain(self, obj: Any) -> NodeTopology:
+        obj = _dict(obj)
+        api_version = obj.get("apiVersion")
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise _NotPlain
+        kind = obj.get("kind")
+        if kind is not None and kind != KIND:
+            raise _NotPlain
+        metadata = _dict(obj["metadata"])
+        owners = [
+            OwnerReference(
+                self._text(item.get("apiVersion", "")),
+                self._text(item.get("kind", "")),
+                self._text(item.get("name", "")),
+                self._text(item.get("uid", "")),
+            )
+            for item in map(_dict, _items(metadata.get("ownerReferences")))
+        ]
+        policies = [self._text(p) for p in _items(obj.get("topologyPolicies"))]
+        name = self._text(metadata["name"])
+        zones = [self._zone(z) for z in _items(obj.get("zones"))]
+        return NodeTopology(
+            name=name,
+            zones=self._shared_tuple(zones),
+            attributes=self._attributes(obj.get("attributes")),
+            topology_policies=self._shared_tuple(policies),
+            annotations=self._string_map(metadata.get("annotations")),
+            labels=self._string_map(metadata.get("labels")),
+            owner_references=tuple(owners),  # one per node: the Node's uid
+        )
+
+    def _string_map(self, value: Any) -> dict[str, str]:
+        return {self._text(k): self._text(v) for k, v in _dict(value).items()} if value is not None else {}
+
+    def read(self, obj: Any, *, strict: bool = False) -> NodeTopology:
+        """``from_nrt(obj, strict=strict)``, faster for the plain shape, with shared parts."""
+        try:
+            return self._plain(obj)
+        except (_NotPlain, KeyError, TypeError):
+            pass  # KeyError: a required field is missing; TypeError: a value cannot be shared
+        return from_nrt(obj, strict=strict)
+
+
+# --- JSON files through typed structs --------------------------------------------------------
+# msgspec decodes each item straight into these (its types checked in C, unknown fields skipped);
+# an item they do not fit is decoded as JSON and read by CompactReader.read, with from_nrt's
+# checks and messages.
+
+
+class _SCost(msgspec.Struct, gc=False):
+    name: str
+    value: int
+
+
+class _SResource(msgspec.Struct, gc=False):
+    name: str
+    capacity: str | int
+    allocatable: str | int
+    available: str | int
+
+
+class _SAttribute(msgspec.Struct, gc=False):
+    name: str
+    value: str
+
+
+class _SZone(msgspec.Struct, gc=False):
+    name: str
+    type: str
+    parent: str | None = None
+    costs: list[_SCost] | None = None
+    attributes: list[_SAttribute] | None = None
+    resources: list[_SResource] | None = None
+
+
+class _SOwner(msgspec.Struct, gc=False):
+    apiVersion: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class _SMetadata(msgspec.Struct, gc=False):
+    name: str
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    ownerReferences: list[_SOwner] | None = None
+
+
+class _SNRT(msgspec.Struct, gc=False):
+    metadata: _SMetadata
+    apiVersion: str | None = None
+    kind: str | None = None
+    zones: list[_SZone] | None = None
+    attributes: list[_SAttribute] | None = None
+    topologyPolicies: list[str] | None = None
+
+
+_NRT_DECODER = msgspec.json.Decoder(_SNRT)
+_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class _StructReader(CompactReader):
+    """:class:`CompactReader` for items decoded into the structs above."""
+
+    def read_raw(self, raw: bytes | msgspec.Raw, *, strict: bool) -> NodeTopology | None:
+        """The NRT in ``raw``; None when it is not an object (the caller words that)."""
+        try:
+            return self._from_struct(_NRT_DECODER.decode(raw))
+        except (msgspec.ValidationError, msgspec.DecodeError, _NotPlain):
+            pass
+        obj = decode_json(bytes(raw), "NRT")
+        return self.read(obj, strict=strict) if isinstance(obj, Mapping) else None
+
+    def _struct_attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
+        parts, text = self._parts, self._text
+        out = []
+        for item in items or ():
+            key = (Attribute, text(item.name), text(item.value))
+            attribute = parts.get(key)
+            if attribute is None:
+                attribute = parts[key] = Attribute(key[1], key[2])
+            out.append(attribute)
+        return self._shared_tuple(out)
+
+    def _struct_zone(self, zone: _SZone) -> Zone:
+        parts, text, amount = self._parts, self._text, self._amount
+        costs = []
+        for c in zone.costs or ():
+            key: tuple[Any, ...] = (Cost, text(c.name), c.value)
+            cost = parts.get(key)
+            if cost is None:
+                cost = parts[key] = Cost(key[1], key[2])
+            costs.append(cost)
+        resources = []
+        for r in zone.resources or ():
+            key = (ResourceInfo, text(r.name), amount(r.capacity), amount(r.allocatable), amount(r.available))
+            resource = parts.get(key)
+            if resource is None:
+                resource = parts[key] = ResourceInfo(*key[1:])
+            resources.append(resource)
+        fields = (
+            text(zone.name),
+            text(zone.type),
+            text(zone.parent) if zone.parent else None,
+            self._shared_tuple(costs),
+            self._struct_attributes(zone.attributes),
+            self._shared_tuple(resources),
+        )
+        key = (Zone, *fields[:3], *map(id, fields[3:]))
+        shared = parts.get(key)
+        if shared is None:
+            shared = parts[key] = Zone(*fields)
+        return shared
+
+    def _from_struct(self, nrt: _SNRT) -> NodeTopology:
+        if nrt.apiVersion is not None and nrt.apiVersion not in _API_VERSIONS:
+            raise _NotPlain
+        if nrt.kind is not None and nrt.kind != KIND:
+            raise _NotPlain
+        meta, text = nrt.metadata, self._text
+        owners = tuple(
+            OwnerReference(text(o.apiVersion), text(o.kind), text(o.name), text(o.uid))
+            for o in meta.ownerReferences or ()
+        )
+        return NodeTopology(
+            name=text(meta.name),
+            zones=self._shared_tuple([self._struct_zone(z) for z in nrt.zones or ()]),
+            attributes=self._struct_attributes(nrt.attributes),
+            topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),
+            annotations={text(k): text(v) for k, v in (meta.annotations or {}).items()},
+            labels={text(k): text(v) for k, v in (meta.labels or {}).items()},
+            owner_references=owners,
+        )
+
+
+def _raw_items(path: Path) -> list[tuple[str, msgspec.Raw | bytes]] | None:
+    """``(where, JSON bytes)`` of every object of a JSON file, nothing decoded; None when the file
+    is not a JSON object that msgspec reads (the slower paths decide then)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if path.suffix.lower() != ".json" and data.lstrip()[:1] != b"{":
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # msgspec passes over strings it skips unchecked
+        except UnicodeDecodeError:
+            return None
+    try:
+        top = _OBJECT.decode(data)
+        kind = top.get("kind")
+        if kind is None or not str(orjson.loads(bytes(kind))).endswith("List"):
+            return [(str(path), data)]
+        items = top.get("items")
+        raws = _RAW_LIST.decode(items) if items is not None else None
+    except (msgspec.ValidationError, msgspec.DecodeError, orjson.JSONDecodeError):
+        return None
+    if raws is None:
+        return None  # read_objects words the error
+    # Views into the file's bytes, not copies: those would be scattered over the heap (one
+    # malloc'd block per item) and outlive the reading as RSS; the file's one block is given back.
+    return [(f"{path}: items[{i}]", raw) for i, raw in enumerate(raws)]
+
+
+def read_nrt_file(path: Path) -> list[NodeTopology]:
+    """Every NRT in a JSON or YAML file: one object, a ``...List`` with ``items``, or many documents.
+
+    Strict, as for any file a user hands us: a negative amount is a mistake. Errors name the file
+    and the item (``nrts.json: items[3]: zones[0].name: required field is missing``).
+    """
+    reader = _StructReader()
+    out: list[NodeTopology] = []
+    raws = _raw_items(path)
+    if raws is not None:
+        for where, raw in raws:
+            try:
+                topology = reader.read_raw(raw, strict=True)
+            except InputError as e:
+                raise InputError(f"{where}: {e.source}", e.detail) from e
+            if topology is None:
+                kind = type(decode_json(bytes(raw), where)).__name__
+                raise InputError(where, f"expected an NRT object, got {kind}")
+            out.append(topology)
+        return out
+    for where, obj in read_objects(path):  # YAML, or JSON msgspec does not read
+        if not isinstance(obj, Mapping):
+            raise InputError(where, f"expected an NRT object, got {type(obj).__name__}")
+        try:
+            out.append(reader.read(obj, strict=True))
+        except InputError as e:
+            raise InputError(f"{where}: {e.source}", e.detail) from e
+    return out
