@@ -25,13 +25,14 @@ from collections.abc import Callable
 
 from bench.bench_consumer import HEADLINE, PODS, ZONES, _pod, _topology
 from bench.timing import Row, median_seconds
-from rte.consumer.cache.interface import Lookup, NRTCache
+from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_nodes
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, NRTStore
 from rte.model.pod import Pod
+from rte.testing.per_node_cache import PerNodeCache
 
 NODES = 5000
 MANY_NODES = 50_000
@@ -39,32 +40,6 @@ TARGET_MS = 3.0
 MANY_TARGET_MS = 30.0
 RESERVED = 5
 """Pods reserved before the timing starts (on distinct nodes), kept for the whole run."""
-
-
-class _PerNode:
-    """The reserve cache behind the per-node interface only: what the cycle did before."""
-
-    def __init__(self, cache: OverReserveCache) -> None:
-        self._cache = cache
-        self.config = cache.config
-
-    def get(self, node: str, pod: Pod | None = None) -> Lookup:
-        return self._cache.get(node, pod)
-
-    def note_filter_success(self, node: str) -> None:
-        self._cache.note_filter_success(node)
-
-    def mark_maybe_over_reserved(self, node: str) -> None:
-        self._cache.mark_maybe_over_reserved(node)
-
-    def unfresh_reason(self, node: str) -> str:
-        return self._cache.unfresh_reason(node)
-
-    def reserve(self, node: str, pod: Pod) -> None:
-        self._cache.reserve(node, pod)
-
-    def unreserve(self, node: str, pod: Pod) -> None:
-        self._cache.unreserve(node, pod)
 
 
 def _setup(count: int) -> tuple[OverReserveCache, list[str]]:
@@ -133,7 +108,7 @@ def _measure(
     """(ms per cycle through the batched cache, ms through the per-node baseline), medians."""
     count = len(names)
     batched = _Cycles(cache, names)
-    per_node = _Cycles(_PerNode(cache), names)  # type: ignore[arg-type]  # per-node methods only
+    per_node = _Cycles(PerNodeCache(cache), names)  # type: ignore[arg-type]  # per-node methods only
     run: Callable[[_Cycles], str | None] = getattr(_Cycles, form)
     chosen = run(batched)  # the first cycles also fill both mirrors, untimed
     batched.undo()

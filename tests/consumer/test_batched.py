@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings, Reconcile, StaleAction
-from rte.consumer.cache.interface import Lookup, NRTCache
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_nodes
 from rte.consumer.kernel.mirror import mirror_of
@@ -29,30 +28,11 @@ from rte.model import fingerprint as fp
 from rte.model.pod import Container, Pod
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
 from rte.model.vocabulary import FingerprintMethod
+from rte.testing.per_node_cache import PerNodeCache
 
 GIB = 1024**3
 OURS = "topo-aware-scheduler"
 NODES = [f"n{i}" for i in range(12)]
-
-
-class PerNode:
-    """A cache behind the per-node interface only (no ``lookup_changed``, no ``record_filter``)."""
-
-    def __init__(self, cache: NRTCache) -> None:
-        self._cache = cache
-        self.config = cache.config
-
-    def get(self, node: str, pod: Pod | None = None) -> Lookup:
-        return self._cache.get(node, pod)
-
-    def note_filter_success(self, node: str) -> None:
-        self._cache.note_filter_success(node)
-
-    def mark_maybe_over_reserved(self, node: str) -> None:
-        self._cache.mark_maybe_over_reserved(node)
-
-    def unfresh_reason(self, node: str) -> str:
-        return self._cache.unfresh_reason(node)
 
 
 class Clock:
@@ -103,7 +83,7 @@ class World:
         self.clock = Clock()
         self.store = NRTStore()
         self.cache = make_cache(settings, self.store, self.clock)
-        self.front: Any = PerNode(self.cache) if per_node else self.cache
+        self.front: Any = PerNodeCache(self.cache) if per_node else self.cache
         self.pods: dict[str, Pod] = {}
 
     def decide(self, pod: Pod, names: list[str]) -> tuple[object, ...]:
