@@ -235,6 +235,12 @@ def score_nodes(
     passed Filter, as the scheduler only scores those; any node given is scored.
     """
     names = nodes if isinstance(nodes, list | tuple) else list(nodes)
+    return list(zip(names, score_columns(prep, names, cache, scorer).tolist(), strict=True))
+
+
+def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scorer: Scorer) -> Ints:
+    """:func:`score_nodes`' scores alone, as a column in the order of ``names`` (for a front end
+    that encodes them without a Python pair per node)."""
     mirror = mirror_of(cache)
     with mirror.lock:
         rows = mirror.sync(names, cache, prep.pod)
@@ -243,4 +249,4 @@ def score_nodes(
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
-    return list(zip(names, verdicts.scores.tolist(), strict=True))
+    return verdicts.scores
