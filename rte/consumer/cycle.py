@@ -33,10 +33,10 @@ from itertools import compress
 import numpy as np
 
 from rte.consumer.cache.config import LoadAwareConfig, LoadMode
-from rte.consumer.cache.interface import BatchedCache, Lookup, NRTCache
+from rte.consumer.cache.interface import Lookup, NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide
-from rte.consumer.kernel.mirror import mirror_of
+from rte.consumer.kernel.mirror import is_batched, mirror_of
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.load import weighted_score
 from rte.consumer.numaview import NumaView
@@ -181,7 +181,7 @@ def _evaluate(
     passed = compress(names, fits.tolist())
     marked = [names[k] for k in marked_at]
     unfresh = [names[k] for k in unfresh_at]
-    if isinstance(cache, BatchedCache):
+    if is_batched(cache):
         details = cache.record_filter(passed, marked, unfresh)
     else:
         details = _record_each(cache, passed, marked, unfresh)

@@ -21,6 +21,7 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -294,11 +295,25 @@ def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
     ]
 
 
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+"""What orjson escapes in a string; a name free of these is its own JSON text between quotes."""
+_SCORE_TAILS = [f'","Score":{s}}}' for s in range(MAX_EXTENDER_PRIORITY + 1)]
+
+
 def host_priorities_json(names: Sequence[str], scores: np.ndarray[Any, np.dtype[np.int64]]) -> bytes:
-    """The JSON of :func:`host_priorities` of ``zip(names, scores)``, byte for byte: the scale
-    taken for the whole column at once (clamped first, as :func:`extender_score` does), no
-    ``(name, score)`` pair per node. At 5000 candidates: 1.8 ms instead of 3-4. (Encoding each
-    name apart and joining bytes was slower still: orjson's per-call cost is about 5 µs.)
+    """The JSON of :func:`host_priorities` of ``zip(names, scores)``, byte for byte, with no
+    Python object per node but two strings: the scale is taken for the whole column at once
+    (clamped first, as :func:`extender_score` does) and each entry is its name between constant
+    pieces. Node names never need escaping (DNS subdomains); a list holding one that does is
+    encoded the plain way. At 5000 candidates about 1 ms, where a dictionary per node cost 2-6 ms
+    (and, as containers, wake the garbage collector every 700).
     """
     on_scale = _ON_EXTENDER_SCALE_ARRAY[np.clip(scores, 0, MAX_SCORE)].tolist()
+    if not _ESCAPED.search("".join(names)):
+        heads = map('{"Host":"'.__add__, names)
+        entries = map(str.__add__, heads, map(_SCORE_TAILS.__getitem__, on_scale))
+        try:
+            return ("[" + ",".join(entries) + "]").encode()
+        except UnicodeEncodeError:  # a lone surrogate: orjson refuses it, json escapes it
+            pass
     return encode_json([{"Host": node, "Score": score} for node, score in zip(names, on_scale, strict=True)])
