@@ -33,10 +33,10 @@ from itertools import compress
 import numpy as np
 
 from rte.consumer.cache.config import LoadAwareConfig, LoadMode
-from rte.consumer.cache.interface import BatchedCache, Lookup, NRTCache
+from rte.consumer.cache.interface import Lookup, NRTCache
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide
-from rte.consumer.kernel.mirror import mirror_of
+from rte.consumer.kernel.mirror import is_batched, mirror_of
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.load import weighted_score
 from rte.consumer.numaview import NumaView
@@ -181,7 +181,7 @@ def _evaluate(
     passed = compress(names, fits.tolist())
     marked = [names[k] for k in marked_at]
     unfresh = [names[k] for k in unfresh_at]
-    if isinstance(cache, BatchedCache):
+    if is_batched(cache):
         details = cache.record_filter(passed, marked, unfresh)
     else:
         details = _record_each(cache, passed, marked, unfresh)
@@ -235,6 +235,12 @@ def score_nodes(
     passed Filter, as the scheduler only scores those; any node given is scored.
     """
     names = nodes if isinstance(nodes, list | tuple) else list(nodes)
+    return list(zip(names, score_columns(prep, names, cache, scorer).tolist(), strict=True))
+
+
+def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scorer: Scorer) -> Ints:
+    """:func:`score_nodes`' scores alone, as a column in the order of ``names`` (for a front end
+    that encodes them without a Python pair per node)."""
     mirror = mirror_of(cache)
     with mirror.lock:
         rows = mirror.sync(names, cache, prep.pod)
@@ -243,4 +249,4 @@ def score_nodes(
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
-    return list(zip(names, verdicts.scores.tolist(), strict=True))
+    return verdicts.scores

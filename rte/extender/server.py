@@ -162,10 +162,10 @@ def extender_handler(
             return not_serving()
         try:
             args = decode_args(request.body)
-            result: Any = service.filter(args) if verb == "filter" else service.prioritize(args)
+            answer = encode_json(service.filter(args)) if verb == "filter" else service.prioritize_json(args)
             if not service.serving():  # the leadership lapsed meanwhile: this answer must not count
                 return not_serving()
-            return json_response(HTTPStatus.OK, result)
+            return Response(HTTPStatus.OK, answer, JSON)
         except InputError as e:
             return json_error(HTTPStatus.BAD_REQUEST, str(e))
         except RecursionError:

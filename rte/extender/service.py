@@ -36,13 +36,13 @@ from typing import Any
 from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
-from rte.consumer.cycle import filter_nodes, score_nodes
+from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
 from rte.consumer.requests import PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
-from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
+from rte.extender.wire import ExtenderArgs, filter_result, host_priorities, host_priorities_json
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
@@ -54,6 +54,10 @@ _WARM_UP_POD = {
     "metadata": {"name": "rte-warm-up", "namespace": "rte", "uid": "rte-warm-up"},
     "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Mi"}}}]},
 }
+
+
+_PODS_PREPARED_KEPT = 16
+"""Prepared pods remembered (:meth:`ExtenderService._prepare`)."""
 
 
 class ExtenderService:
@@ -81,6 +85,8 @@ class ExtenderService:
         self._clock = clock
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
+        self._prepared: dict[bytes, PreparedPod] = {}
+        """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`)."""
         self._ours: dict[PodKey, str] = {}
         """Pods whose reservation the pod watch made: key -> node."""
         self.nrt_synced = threading.Event()
@@ -167,8 +173,25 @@ class ExtenderService:
     # --- decisions -----------------------------------------------------------------------
 
     def _prepare(self, args: ExtenderArgs) -> PreparedPod:
+        """The request's pod, prepared; remembered by its JSON bytes when the decoder kept them.
+
+        Filter and prioritize send the same pod, and a pod that failed to schedule comes back
+        the same: the same bytes decode to the same pod, so its preparation (a third of a
+        500-candidate request) is reused, scorers' tables included (:attr:`PreparedPod.memo`).
+        """
+        key = args.pod_json
+        if key is not None:
+            prep = self._prepared.get(key)
+            if prep is not None:
+                return prep
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
-        return prepare_pod(pod, compat=self.compat)
+        prep = prepare_pod(pod, compat=self.compat)
+        if key is not None:
+            with self._lock:
+                self._prepared[key] = prep
+                while len(self._prepared) > _PODS_PREPARED_KEPT:
+                    del self._prepared[next(iter(self._prepared))]
+        return prep
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
@@ -186,6 +209,15 @@ class ExtenderService:
         with self._lock:
             self._counters["prioritize"] += 1
         return host_priorities(scores)
+
+    def prioritize_json(self, args: ExtenderArgs) -> bytes:
+        """:meth:`prioritize`'s answer as JSON, encoded straight from the scores' column."""
+        prep = self._prepare(args)
+        names = args.candidate_names()
+        scores = score_columns(prep, names, self.cache, Scorer(prep, self.strategy))
+        with self._lock:
+            self._counters["prioritize"] += 1
+        return host_priorities_json(names, scores)
 
     # --- pods ----------------------------------------------------------------------------
 

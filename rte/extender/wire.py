@@ -21,16 +21,19 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import numpy as np
 import orjson
 
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
-from rte.yamlfile import decode_json
+from rte.yamlfile import decode_json, encode_json
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -80,10 +83,21 @@ class ExtenderArgs:
     nodes: Sequence[WireNode] | None
     """The Node objects (``nodeCacheCapable: false``), or None when only names were sent."""
     node_names: Sequence[str] | None
-    """The candidate names (``nodeCacheCapable: true``), or None when Node objects were sent."""
+    """The candidate names (``nodeCacheCapable: true``), or None when Node objects were sent.
+    From the fast decoder, a tuple shared by every request that sent the same list (see
+    :class:`_NameLists`)."""
+    pod_json: bytes | None = None
+    """The Pod's JSON as sent (fast decoder only): a key under which the service remembers the
+    pod prepared, since filter and prioritize send the same pod."""
 
-    def candidate_names(self) -> list[str]:
-        """Every candidate's name, in request order (names first when both forms were sent)."""
+    def candidate_names(self) -> Sequence[str]:
+        """Every candidate's name, in request order (names first when both forms were sent).
+
+        A tuple given by the decoder is returned as is: the kernel's mirror remembers a tuple's
+        rows by identity, so a list sent again costs nothing per name.
+        """
+        if isinstance(self.node_names, tuple):
+            return self.node_names
         if self.node_names is not None:
             return list(self.node_names)
         return [n.name for n in self.nodes or ()]
@@ -132,7 +146,38 @@ class _Node(msgspec.Struct):
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw] | None)
 _NODE = msgspec.json.Decoder(_Node)
-_NAMES = msgspec.json.Decoder(list[str] | None)
+_NAMES = msgspec.json.Decoder(tuple[str, ...] | None)
+
+
+class _NameLists:
+    """The last few ``NodeNames`` lists decoded, by their JSON bytes.
+
+    kube-scheduler sends the same candidate list pod after pod (every feasible node at filter,
+    the same survivors at prioritize). Keyed by the list's bytes (hashed and compared at memory
+    speed, where comparing 5000 names one by one took 1-5 ms, most of it cache misses), a list
+    sent again is the same tuple object, which the kernel's mirror maps to rows by identity.
+    """
+
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self._lists: dict[bytes, tuple[str, ...] | None] = {}
+        self._lock = threading.Lock()
+
+    def decode(self, raw: bytes) -> tuple[str, ...] | None:
+        try:
+            return self._lists[raw]
+        except KeyError:
+            pass
+        names: tuple[str, ...] | None = _NAMES.decode(raw)
+        with self._lock:
+            self._lists[raw] = names
+            while len(self._lists) > self.KEPT:
+                del self._lists[next(iter(self._lists))]
+        return names
+
+
+_NAME_LISTS = _NameLists()
 
 
 def _decode_fast(body: bytes) -> ExtenderArgs | None:
@@ -151,8 +196,9 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
         pod_raw, names_raw, nodes_raw = (go_field(top, k) for k in ("Pod", "NodeNames", "Nodes"))
         if pod_raw is None:
             return None
-        pod = decode_json(bytes(pod_raw), "ExtenderArgs.Pod")
-        names = None if names_raw is None else _NAMES.decode(names_raw)
+        pod_json = bytes(pod_raw)
+        pod = decode_json(pod_json, "ExtenderArgs.Pod")
+        names = None if names_raw is None else _NAME_LISTS.decode(bytes(names_raw))
         nodes: list[WireNode] | None = None
         if nodes_raw is not None and bytes(nodes_raw) != b"null":
             node_list = _OBJECT.decode(nodes_raw)
@@ -170,7 +216,7 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
         return None
     if not isinstance(pod, Mapping) or (names is None and nodes is None):
         return None
-    return ExtenderArgs(pod=pod, nodes=nodes, node_names=names)
+    return ExtenderArgs(pod=pod, nodes=nodes, node_names=names, pod_json=pod_json)
 
 
 def _decode_whole(body: bytes) -> ExtenderArgs:
@@ -183,6 +229,8 @@ def _decode_whole(body: bytes) -> ExtenderArgs:
     names = go_field(obj, "NodeNames")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise InputError("ExtenderArgs.NodeNames", "expected a list of node names")
+    if names is not None:
+        names = tuple(names)  # as the fast decoder gives them
     node_list = go_field(obj, "Nodes")
     nodes: list[WireNode] | None = None
     if node_list is not None:
@@ -234,6 +282,7 @@ def host_priority(node: str, score: int) -> dict[str, Any]:
 
 
 _ON_EXTENDER_SCALE = [extender_score(s) for s in range(MAX_SCORE + 1)]
+_ON_EXTENDER_SCALE_ARRAY = np.array(_ON_EXTENDER_SCALE, np.int64)
 
 
 def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -244,3 +293,27 @@ def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
         {"Host": node, "Score": table[score] if 0 <= score <= MAX_SCORE else extender_score(score)}
         for node, score in scores
     ]
+
+
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+"""What orjson escapes in a string; a name free of these is its own JSON text between quotes."""
+_SCORE_TAILS = [f'","Score":{s}}}' for s in range(MAX_EXTENDER_PRIORITY + 1)]
+
+
+def host_priorities_json(names: Sequence[str], scores: np.ndarray[Any, np.dtype[np.int64]]) -> bytes:
+    """The JSON of :func:`host_priorities` of ``zip(names, scores)``, byte for byte, with no
+    Python object per node but two strings: the scale is taken for the whole column at once
+    (clamped first, as :func:`extender_score` does) and each entry is its name between constant
+    pieces. Node names never need escaping (DNS subdomains); a list holding one that does is
+    encoded the plain way. At 5000 candidates about 1 ms, where a dictionary per node cost 2-6 ms
+    (and, as containers, wake the garbage collector every 700).
+    """
+    on_scale = _ON_EXTENDER_SCALE_ARRAY[np.clip(scores, 0, MAX_SCORE)].tolist()
+    if not _ESCAPED.search("".join(names)):
+        heads = map('{"Host":"'.__add__, names)
+        entries = map(str.__add__, heads, map(_SCORE_TAILS.__getitem__, on_scale))
+        try:
+            return ("[" + ",".join(entries) + "]").encode()
+        except UnicodeEncodeError:  # a lone surrogate: orjson refuses it, json escapes it
+            pass
+    return encode_json([{"Host": node, "Score": score} for node, score in zip(names, on_scale, strict=True)])
