@@ -25,7 +25,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, TypeVar, cast
 
 from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
 from rte.model.admission.facts import facts_from_attributes
@@ -37,6 +37,36 @@ MAX_NUMA_ID = 63
 """The highest NUMA id the kubelet's 64-bit Topology Manager mask can express."""
 MISSING_DISTANCE = 255
 """SLIT's "unknown / unreachable"; used where a zone publishes no cost toward another."""
+
+T = TypeVar("T")
+
+SHARED_LIMIT = 1 << 14
+"""How many distinct parts :func:`shared` keeps before starting over (bounds its memory when
+values churn; sharing is an optimisation only, no answer depends on identity)."""
+_SHARED: dict[Any, Any] = {}
+
+
+def shared(key: Any, value: T) -> T:
+    """The value first registered under ``key``, or ``value`` (registered now).
+
+    Nodes of one hardware model publish equal capacities, allocatables, distances and resource
+    names: a view holds the one shared copy instead of its own (at 20 000 NRTs × 8 zones, per-view
+    copies were about half of the extender's memory). ``key`` must determine ``value`` exactly,
+    types included (``1 == 1.0 == True``), and the value must never be mutated.
+    """
+    got = _SHARED.get(key)
+    if got is None:
+        if len(_SHARED) >= SHARED_LIMIT:
+            _SHARED.clear()
+        got = _SHARED.setdefault(key, value)
+    return cast(T, got)
+
+
+def _shared_amounts(amounts: dict[str, Amount]) -> tuple[Any, Mapping[str, Amount]]:
+    """(its key, the shared copy) of one zone's name -> amount dict, order and types included."""
+    key = ("amounts", *((name, type(a), a) for name, a in amounts.items()))
+    return key, shared(key, amounts)
+
 
 Thresholds = tuple[tuple[Amount, ...], tuple[int, ...]]
 """The availabilities of a resource in ascending order (repeats kept), and for each one the mask
@@ -61,6 +91,9 @@ def zones_with_at_least(thresholds: Thresholds, amount: Amount) -> int:
     """The mask of zones whose available is ``>= amount`` (exact comparison), in O(log n)."""
     values, masks = thresholds
     return masks[bisect_left(values, amount)]
+
+
+_THRESHOLDS = "thresholds"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -92,9 +125,6 @@ class NumaView:
     object when every value is already an integer."""
     present: Mapping[str, int] = field(init=False)
     """Per resource: bit ``i`` set when zone ``ids[i]`` lists it."""
-    thresholds: Mapping[str, Thresholds] = field(init=False)
-    """Per resource: the zones holding at least a given amount, answered by bisection
-    (see :func:`zones_with_at_least`); only zones listing the resource take part."""
     resource_names: frozenset[str] = field(init=False)
     """Every resource name listed by some usable zone."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
@@ -109,20 +139,30 @@ class NumaView:
         available: dict[str, tuple[Amount, ...]] = {}
         ceil_available: dict[str, tuple[int, ...]] = {}
         present: dict[str, int] = {}
-        thresholds: dict[str, Thresholds] = {}
         for r in names:
             row = tuple(zone.get(r, 0) for zone in self.zone_available)
             available[r] = row
             ceil_row = tuple(ceil_value(a) for a in row)
             # Integral rows (nearly all) share the tuple: Score then knows it can skip rounding.
             ceil_available[r] = cast(tuple[int, ...], row) if ceil_row == row else ceil_row
-            present[r] = mask = sum(1 << i for i in range(n) if r in self.zone_available[i])
-            thresholds[r] = make_thresholds(row, mask)
+            present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
         object.__setattr__(self, "available", available)
         object.__setattr__(self, "ceil_available", ceil_available)
         object.__setattr__(self, "present", present)
-        object.__setattr__(self, "thresholds", thresholds)
-        object.__setattr__(self, "resource_names", frozenset(names))
+        object.__setattr__(self, "resource_names", shared(("names", *names), frozenset(names)))
+
+    @property
+    def thresholds(self) -> Mapping[str, Thresholds]:
+        """Per resource: the zones holding at least a given amount, answered by bisection
+        (see :func:`zones_with_at_least`); only zones listing the resource take part. Built on
+        first use: the decision kernel does not read them, only the scalar path does."""
+        got = self.local.get(_THRESHOLDS)
+        if got is None:
+            present = self.present
+            got = self.local[_THRESHOLDS] = {
+                r: make_thresholds(row, present[r]) for r, row in self.available.items()
+            }
+        return cast(Mapping[str, Thresholds], got)
 
     def with_zone_available(self, zones: tuple[Mapping[str, Amount], ...]) -> NumaView:
         """This view with other amounts left per zone (reservations subtracted): the shared
@@ -182,18 +222,19 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
         totals[numa_id] = (capacity, allocatable)
         published.append(numa_id)
     ids = tuple(sorted(zones))
-    distances = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    rows = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    distances = shared(("distances", rows, *(type(d) for row in rows for d in row)), rows)
     config = tm if tm is not None else tm_config_from(topology)
     return NumaView(
         node_name=topology.name,
         tm=config,
-        ids=ids,
-        published_ids=tuple(published),
+        ids=shared(("ids", *ids), ids),
+        published_ids=shared(("ids", *published), tuple(published)),
         zone_available=tuple(zones[i][0] for i in ids),
         distances=distances,
         source=topology,
-        zone_capacity=tuple(totals[i][0] for i in ids),
-        zone_allocatable=tuple(totals[i][1] for i in ids),
+        zone_capacity=_shared_zones([totals[i][0] for i in ids]),
+        zone_allocatable=_shared_zones([totals[i][1] for i in ids]),
         facts=facts_from_attributes(
             topology.attributes,
             policy=config.policy,
@@ -201,6 +242,12 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
             max_numa_nodes=config.max_numa_nodes,
         ),
     )
+
+
+def _shared_zones(zones: list[dict[str, Amount]]) -> tuple[Mapping[str, Amount], ...]:
+    """The shared copy of per-zone amounts that equal-hardware nodes publish alike."""
+    keys, dicts = zip(*map(_shared_amounts, zones), strict=True) if zones else ((), ())
+    return shared(("zones", *keys), tuple(dicts))
 
 
 def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) -> NumaView:
