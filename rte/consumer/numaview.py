@@ -23,7 +23,7 @@ What a view holds, and the rules that differ from the reference on purpose:
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -96,6 +96,38 @@ def zones_with_at_least(thresholds: Thresholds, amount: Amount) -> int:
 _THRESHOLDS = "thresholds"
 
 
+class ZoneAmounts(Sequence[Mapping[str, Amount]]):
+    """Per position, resource name -> available, as the zone listed them (order included), read
+    from the view's per-resource rows when first asked for.
+
+    A view used to keep one dict per zone besides those rows: 1.5 KiB per 8-zone node, which the
+    decision kernel never reads; only the scalar path and reservations do.
+    """
+
+    __slots__ = ("_made", "_names", "_rows")
+
+    def __init__(self, rows: Mapping[str, tuple[Amount, ...]], names: tuple[tuple[str, ...], ...]) -> None:
+        self._rows = rows
+        self._names = names
+        self._made: list[Mapping[str, Amount] | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, index: int) -> Mapping[str, Amount]:  # type: ignore[override]
+        made = self._made
+        if made is None:
+            made = self._made = [None] * len(self._names)
+        zone = made[index]
+        if zone is None:
+            position = range(len(self._names))[index]  # negative indexes, IndexError
+            zone = made[index] = {r: self._rows[r][position] for r in self._names[position]}
+        return zone
+
+    def __iter__(self) -> Iterator[Mapping[str, Amount]]:
+        return (self[i] for i in range(len(self._names)))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class NumaView:
     """One node's usable NUMA zones, with per-resource rows aligned on :attr:`ids`."""
@@ -106,8 +138,9 @@ class NumaView:
     """Real NUMA ids, ascending. Position ``i`` of every row below is zone ``ids[i]``."""
     published_ids: tuple[int, ...]
     """The same zones in the order the NRT listed them (informational)."""
-    zone_available: tuple[Mapping[str, Amount], ...]
-    """Per position: resource name -> available (only resources the zone lists)."""
+    zone_available: Sequence[Mapping[str, Amount]]
+    """Per position: resource name -> available (only resources the zone lists); kept as a
+    :class:`ZoneAmounts` over :attr:`available` once the view is built."""
     distances: tuple[tuple[int, ...], ...]
     """``distances[i][j]``: cost from zone ``ids[i]`` to zone ``ids[j]`` (255 when unpublished)."""
     source: NodeTopology | None = None
@@ -135,7 +168,8 @@ class NumaView:
 
     def __post_init__(self) -> None:
         n = len(self.ids)
-        names = sorted({r for zone in self.zone_available for r in zone})
+        zone_names = tuple(shared(("zone", *zone), tuple(zone)) for zone in self.zone_available)
+        names = sorted({r for zone in zone_names for r in zone})
         available: dict[str, tuple[Amount, ...]] = {}
         ceil_available: dict[str, tuple[int, ...]] = {}
         present: dict[str, int] = {}
@@ -147,8 +181,13 @@ class NumaView:
             ceil_available[r] = cast(tuple[int, ...], row) if ceil_row == row else ceil_row
             present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
         object.__setattr__(self, "available", available)
-        object.__setattr__(self, "ceil_available", ceil_available)
-        object.__setattr__(self, "present", present)
+        # Every row integral (nearly always): one dict serves both.
+        same = all(ceil_available[r] is available[r] for r in names)
+        object.__setattr__(self, "ceil_available", available if same else ceil_available)
+        object.__setattr__(self, "present", shared(("present", *present.items()), present))
+        object.__setattr__(
+            self, "zone_available", ZoneAmounts(available, shared(("by-zone", zone_names), zone_names))
+        )
         object.__setattr__(self, "resource_names", shared(("names", *names), frozenset(names)))
 
     @property
@@ -164,7 +203,7 @@ class NumaView:
             }
         return cast(Mapping[str, Thresholds], got)
 
-    def with_zone_available(self, zones: tuple[Mapping[str, Amount], ...]) -> NumaView:
+    def with_zone_available(self, zones: Sequence[Mapping[str, Amount]]) -> NumaView:
         """This view with other amounts left per zone (reservations subtracted): the shared
         ``memo`` goes along, the view's own ``local`` tables do not (they read the amounts)."""
         return NumaView(
@@ -225,6 +264,7 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
     rows = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
     distances = shared(("distances", rows, *(type(d) for row in rows for d in row)), rows)
     config = tm if tm is not None else tm_config_from(topology)
+    config = shared(("tm", config), config)
     return NumaView(
         node_name=topology.name,
         tm=config,
@@ -235,13 +275,23 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
         source=topology,
         zone_capacity=_shared_zones([totals[i][0] for i in ids]),
         zone_allocatable=_shared_zones([totals[i][1] for i in ids]),
-        facts=facts_from_attributes(
+        facts=_facts(topology, config),
+    )
+
+
+def _facts(topology: NodeTopology, config: TopologyManagerConfig) -> NodeFacts:
+    """The node's admission facts, shared by the nodes with the same attributes and config."""
+    key = ("facts", topology.attributes, config.policy, config.scope, config.max_numa_nodes)
+    facts = _SHARED.get(key)
+    if facts is None:
+        facts = facts_from_attributes(
             topology.attributes,
             policy=config.policy,
             scope=config.scope,
             max_numa_nodes=config.max_numa_nodes,
-        ),
-    )
+        )
+        facts = shared(key, facts)
+    return cast(NodeFacts, facts)
 
 
 def _shared_zones(zones: list[dict[str, Amount]]) -> tuple[Mapping[str, Amount], ...]:

@@ -25,9 +25,9 @@ from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeState:
-    """Everything the cache knows about one node."""
+    """Everything the cache knows about one node (slotted: one per node, 20 000 of them)."""
 
     topology: NodeTopology | None = None
     revision: int = 0
