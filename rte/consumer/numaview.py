@@ -162,7 +162,9 @@ class NumaView:
     """Every resource name listed by some usable zone."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Pod-independent tables computed on first use (LeastNUMANodes combinations). They depend on
-    ids and distances only, so views derived by :func:`subtract_requests` share this dict."""
+    ids and distances only, so views derived by :func:`subtract_requests` share this dict, and
+    :func:`build_view` gives views of equal ids and distances the same one. What else is kept
+    here must say what it was computed from (as the kernel's row shape does)."""
     local: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Pod-independent tables of this view alone (what admission reads), computed on first use."""
 
@@ -276,6 +278,7 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
         zone_capacity=_shared_zones([totals[i][0] for i in ids]),
         zone_allocatable=_shared_zones([totals[i][1] for i in ids]),
         facts=_facts(topology, config),
+        memo=shared(("memo", ids, distances), {}),
     )
 
 
