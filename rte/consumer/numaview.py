@@ -115,6 +115,8 @@ class ZoneAmounts(Sequence[Mapping[str, Amount]]):
         return len(self._names)
 
     def __getitem__(self, index: int) -> Mapping[str, Amount]:  # type: ignore[override]
+        if isinstance(index, slice):  # as a tuple would (no caller slices today)
+            return tuple(self[i] for i in range(len(self._names))[index])
         made = self._made
         if made is None:
             made = self._made = [None] * len(self._names)

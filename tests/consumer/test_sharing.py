@@ -59,6 +59,7 @@ def test_zone_amounts_read_back_as_published() -> None:
     ]
     assert view.zone(1) == {"memory": 10 * GI, "cpu": 0}
     assert view.zone_available[-1] is view.zone_available[1]
+    assert view.zone_available[::-1] == (view.zone_available[1], view.zone_available[0])
     with pytest.raises(IndexError):
         view.zone_available[2]
     reserved = subtract_requests(view, [{"cpu": 2}])
