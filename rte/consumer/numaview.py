@@ -23,9 +23,9 @@ What a view holds, and the rules that differ from the reference on purpose:
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, TypeVar, cast
 
 from rte.consumer.tmconfig import TopologyManagerConfig, tm_config_from
 from rte.model.admission.facts import facts_from_attributes
@@ -37,6 +37,36 @@ MAX_NUMA_ID = 63
 """The highest NUMA id the kubelet's 64-bit Topology Manager mask can express."""
 MISSING_DISTANCE = 255
 """SLIT's "unknown / unreachable"; used where a zone publishes no cost toward another."""
+
+T = TypeVar("T")
+
+SHARED_LIMIT = 1 << 14
+"""How many distinct parts :func:`shared` keeps before starting over (bounds its memory when
+values churn; sharing is an optimisation only, no answer depends on identity)."""
+_SHARED: dict[Any, Any] = {}
+
+
+def shared(key: Any, value: T) -> T:
+    """The value first registered under ``key``, or ``value`` (registered now).
+
+    Nodes of one hardware model publish equal capacities, allocatables, distances and resource
+    names: a view holds the one shared copy instead of its own (at 20 000 NRTs × 8 zones, per-view
+    copies were about half of the extender's memory). ``key`` must determine ``value`` exactly,
+    types included (``1 == 1.0 == True``), and the value must never be mutated.
+    """
+    got = _SHARED.get(key)
+    if got is None:
+        if len(_SHARED) >= SHARED_LIMIT:
+            _SHARED.clear()
+        got = _SHARED.setdefault(key, value)
+    return cast(T, got)
+
+
+def _shared_amounts(amounts: dict[str, Amount]) -> tuple[Any, Mapping[str, Amount]]:
+    """(its key, the shared copy) of one zone's name -> amount dict, order and types included."""
+    key = ("amounts", *((name, type(a), a) for name, a in amounts.items()))
+    return key, shared(key, amounts)
+
 
 Thresholds = tuple[tuple[Amount, ...], tuple[int, ...]]
 """The availabilities of a resource in ascending order (repeats kept), and for each one the mask
@@ -63,6 +93,43 @@ def zones_with_at_least(thresholds: Thresholds, amount: Amount) -> int:
     return masks[bisect_left(values, amount)]
 
 
+_THRESHOLDS = "thresholds"
+
+
+class ZoneAmounts(Sequence[Mapping[str, Amount]]):
+    """Per position, resource name -> available, as the zone listed them (order included), read
+    from the view's per-resource rows when first asked for.
+
+    A view used to keep one dict per zone besides those rows: 1.5 KiB per 8-zone node, which the
+    decision kernel never reads; only the scalar path and reservations do.
+    """
+
+    __slots__ = ("_made", "_names", "_rows")
+
+    def __init__(self, rows: Mapping[str, tuple[Amount, ...]], names: tuple[tuple[str, ...], ...]) -> None:
+        self._rows = rows
+        self._names = names
+        self._made: list[Mapping[str, Amount] | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, index: int) -> Mapping[str, Amount]:  # type: ignore[override]
+        if isinstance(index, slice):  # as a tuple would (no caller slices today)
+            return tuple(self[i] for i in range(len(self._names))[index])
+        made = self._made
+        if made is None:
+            made = self._made = [None] * len(self._names)
+        zone = made[index]
+        if zone is None:
+            position = range(len(self._names))[index]  # negative indexes, IndexError
+            zone = made[index] = {r: self._rows[r][position] for r in self._names[position]}
+        return zone
+
+    def __iter__(self) -> Iterator[Mapping[str, Amount]]:
+        return (self[i] for i in range(len(self._names)))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class NumaView:
     """One node's usable NUMA zones, with per-resource rows aligned on :attr:`ids`."""
@@ -73,8 +140,9 @@ class NumaView:
     """Real NUMA ids, ascending. Position ``i`` of every row below is zone ``ids[i]``."""
     published_ids: tuple[int, ...]
     """The same zones in the order the NRT listed them (informational)."""
-    zone_available: tuple[Mapping[str, Amount], ...]
-    """Per position: resource name -> available (only resources the zone lists)."""
+    zone_available: Sequence[Mapping[str, Amount]]
+    """Per position: resource name -> available (only resources the zone lists); kept as a
+    :class:`ZoneAmounts` over :attr:`available` once the view is built."""
     distances: tuple[tuple[int, ...], ...]
     """``distances[i][j]``: cost from zone ``ids[i]`` to zone ``ids[j]`` (255 when unpublished)."""
     source: NodeTopology | None = None
@@ -92,39 +160,54 @@ class NumaView:
     object when every value is already an integer."""
     present: Mapping[str, int] = field(init=False)
     """Per resource: bit ``i`` set when zone ``ids[i]`` lists it."""
-    thresholds: Mapping[str, Thresholds] = field(init=False)
-    """Per resource: the zones holding at least a given amount, answered by bisection
-    (see :func:`zones_with_at_least`); only zones listing the resource take part."""
     resource_names: frozenset[str] = field(init=False)
     """Every resource name listed by some usable zone."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Pod-independent tables computed on first use (LeastNUMANodes combinations). They depend on
-    ids and distances only, so views derived by :func:`subtract_requests` share this dict."""
+    ids and distances only, so views derived by :func:`subtract_requests` share this dict, and
+    :func:`build_view` gives views of equal ids and distances the same one. What else is kept
+    here must say what it was computed from (as the kernel's row shape does)."""
     local: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Pod-independent tables of this view alone (what admission reads), computed on first use."""
 
     def __post_init__(self) -> None:
         n = len(self.ids)
-        names = sorted({r for zone in self.zone_available for r in zone})
+        zone_names = tuple(shared(("zone", *zone), tuple(zone)) for zone in self.zone_available)
+        names = sorted({r for zone in zone_names for r in zone})
         available: dict[str, tuple[Amount, ...]] = {}
         ceil_available: dict[str, tuple[int, ...]] = {}
         present: dict[str, int] = {}
-        thresholds: dict[str, Thresholds] = {}
         for r in names:
             row = tuple(zone.get(r, 0) for zone in self.zone_available)
             available[r] = row
             ceil_row = tuple(ceil_value(a) for a in row)
             # Integral rows (nearly all) share the tuple: Score then knows it can skip rounding.
             ceil_available[r] = cast(tuple[int, ...], row) if ceil_row == row else ceil_row
-            present[r] = mask = sum(1 << i for i in range(n) if r in self.zone_available[i])
-            thresholds[r] = make_thresholds(row, mask)
+            present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
         object.__setattr__(self, "available", available)
-        object.__setattr__(self, "ceil_available", ceil_available)
-        object.__setattr__(self, "present", present)
-        object.__setattr__(self, "thresholds", thresholds)
-        object.__setattr__(self, "resource_names", frozenset(names))
+        # Every row integral (nearly always): one dict serves both.
+        same = all(ceil_available[r] is available[r] for r in names)
+        object.__setattr__(self, "ceil_available", available if same else ceil_available)
+        object.__setattr__(self, "present", shared(("present", *present.items()), present))
+        object.__setattr__(
+            self, "zone_available", ZoneAmounts(available, shared(("by-zone", zone_names), zone_names))
+        )
+        object.__setattr__(self, "resource_names", shared(("names", *names), frozenset(names)))
 
-    def with_zone_available(self, zones: tuple[Mapping[str, Amount], ...]) -> NumaView:
+    @property
+    def thresholds(self) -> Mapping[str, Thresholds]:
+        """Per resource: the zones holding at least a given amount, answered by bisection
+        (see :func:`zones_with_at_least`); only zones listing the resource take part. Built on
+        first use: the decision kernel does not read them, only the scalar path does."""
+        got = self.local.get(_THRESHOLDS)
+        if got is None:
+            present = self.present
+            got = self.local[_THRESHOLDS] = {
+                r: make_thresholds(row, present[r]) for r, row in self.available.items()
+            }
+        return cast(Mapping[str, Thresholds], got)
+
+    def with_zone_available(self, zones: Sequence[Mapping[str, Amount]]) -> NumaView:
         """This view with other amounts left per zone (reservations subtracted): the shared
         ``memo`` goes along, the view's own ``local`` tables do not (they read the amounts)."""
         return NumaView(
@@ -182,25 +265,44 @@ def build_view(topology: NodeTopology, tm: TopologyManagerConfig | None = None) 
         totals[numa_id] = (capacity, allocatable)
         published.append(numa_id)
     ids = tuple(sorted(zones))
-    distances = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    rows = tuple(tuple(zones[i][1].get(j, MISSING_DISTANCE) for j in ids) for i in ids)
+    distances = shared(("distances", rows, *(type(d) for row in rows for d in row)), rows)
     config = tm if tm is not None else tm_config_from(topology)
+    config = shared(("tm", config), config)
     return NumaView(
         node_name=topology.name,
         tm=config,
-        ids=ids,
-        published_ids=tuple(published),
+        ids=shared(("ids", *ids), ids),
+        published_ids=shared(("ids", *published), tuple(published)),
         zone_available=tuple(zones[i][0] for i in ids),
         distances=distances,
         source=topology,
-        zone_capacity=tuple(totals[i][0] for i in ids),
-        zone_allocatable=tuple(totals[i][1] for i in ids),
-        facts=facts_from_attributes(
+        zone_capacity=_shared_zones([totals[i][0] for i in ids]),
+        zone_allocatable=_shared_zones([totals[i][1] for i in ids]),
+        facts=_facts(topology, config),
+        memo=shared(("memo", ids, distances), {}),
+    )
+
+
+def _facts(topology: NodeTopology, config: TopologyManagerConfig) -> NodeFacts:
+    """The node's admission facts, shared by the nodes with the same attributes and config."""
+    key = ("facts", topology.attributes, config.policy, config.scope, config.max_numa_nodes)
+    facts = _SHARED.get(key)
+    if facts is None:
+        facts = facts_from_attributes(
             topology.attributes,
             policy=config.policy,
             scope=config.scope,
             max_numa_nodes=config.max_numa_nodes,
-        ),
-    )
+        )
+        facts = shared(key, facts)
+    return cast(NodeFacts, facts)
+
+
+def _shared_zones(zones: list[dict[str, Amount]]) -> tuple[Mapping[str, Amount], ...]:
+    """The shared copy of per-zone amounts that equal-hardware nodes publish alike."""
+    keys, dicts = zip(*map(_shared_amounts, zones), strict=True) if zones else ((), ())
+    return shared(("zones", *keys), tuple(dicts))
 
 
 def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) -> NumaView:

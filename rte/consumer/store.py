@@ -23,6 +23,7 @@ from typing import Any
 
 from rte.consumer.changelog import ChangeLog
 from rte.consumer.nrtfile import read_nrt_file
+from rte.consumer.numaview import shared
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
@@ -35,8 +36,10 @@ EVENT_TYPES = (ADDED, MODIFIED, DELETED)
 
 
 def resource_names_of(topology: NodeTopology) -> frozenset[str]:
-    """Every resource name listed in any zone (what the exclusivity rule calls "in the NRT")."""
-    return frozenset(res.name for zone in topology.zones for res in zone.resources)
+    """Every resource name listed in any zone (what the exclusivity rule calls "in the NRT"); one
+    shared set per distinct set of names (:func:`rte.consumer.numaview.shared`)."""
+    names = frozenset(res.name for zone in topology.zones for res in zone.resources)
+    return shared(("names", *sorted(names)), names)
 
 
 class NRTStore:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
 from rte.consumer.least_numa import zones_at_minimum_distance
-from rte.consumer.numaview import NumaView
+from rte.consumer.numaview import NumaView, shared
 from rte.consumer.requests import units_key
 from rte.model.admission.node import NodeFacts
 from rte.model.topology_manager import (
@@ -73,6 +75,9 @@ class RowData:
     """Per resource, the positions listing it (:attr:`NumaView.present`)."""
 
 
+_NONE_ROUNDED: Mapping[str, tuple[bool, ...]] = MappingProxyType({})
+"""The :attr:`RowData.fractional` of every row without fractions (nearly all): one shared."""
+
 ROW_KEY = "kernel-row"
 """Key of :attr:`NumaView.local` under which a view's extracted row is memoised."""
 _SHAPE_KEY = "kernel-row-shape"
@@ -102,13 +107,19 @@ def same_shape(data: RowData, view: NumaView) -> bool:
     return data.facts is view.facts and data.ids == view.ids and data.present == view.present
 
 
-def _amounts(view: NumaView) -> tuple[bool, dict[str, tuple[int, ...]], dict[str, tuple[bool, ...]]]:
+def _amounts(
+    view: NumaView,
+) -> tuple[bool, Mapping[str, tuple[int, ...]], Mapping[str, tuple[bool, ...]]]:
     """(the amounts are exact, the floors per resource, where they were rounded)."""
     exact = len(view.ids) >= 1
     available: dict[str, tuple[int, ...]] = {}
     fractional: dict[str, tuple[bool, ...]] = {}
+    every = (1 << len(view.ids)) - 1
     for name, row in view.available.items():
         listed = view.present.get(name, 0)
+        if listed == every and all(type(a) is int and 0 <= a < EXACT_LIMIT for a in row):
+            available[name] = cast(tuple[int, ...], row)  # the floors are the amounts: share the view's row
+            continue
         floors: list[int] = []
         rounded: list[bool] = []
         for position, amount in enumerate(row):
@@ -124,7 +135,9 @@ def _amounts(view: NumaView) -> tuple[bool, dict[str, tuple[int, ...]], dict[str
         available[name] = tuple(floors)
         if any(rounded):
             fractional[name] = tuple(rounded)
-    return exact, available, fractional
+    if all(available[name] is row for name, row in view.available.items()):
+        available = cast(dict[str, tuple[int, ...]], view.available)  # the view's own rows: one dict
+    return exact, available, fractional or _NONE_ROUNDED
 
 
 def _row_data(view: NumaView) -> RowData:
@@ -137,12 +150,17 @@ def _row_data(view: NumaView) -> RowData:
         exact = False  # Filter and Score would read different configs: leave it to the scalar path
     at_minimum = zones_at_minimum_distance(view) if count else 0
     smt = facts.full_pcpus_only and facts.threads_per_core is not None
+    # Parts equal across nodes are shared (:func:`rte.consumer.numaview.shared`): one copy each.
+    unknown = frozenset(facts.unknown_numa_devices)
+    units = units_key(facts)
     data = RowData(
         exact=exact,
         ids=view.ids,
         available=available,
         fractional=fractional,
-        at_minimum=tuple(bool(at_minimum >> i & 1) for i in range(count)),
+        at_minimum=shared(
+            ("at-minimum", count, at_minimum), tuple(bool(at_minimum >> i & 1) for i in range(count))
+        ),
         policy=policy,
         pod_scope=pod_scope,
         prefer_closest=facts.prefer_closest_numa,
@@ -150,9 +168,9 @@ def _row_data(view: NumaView) -> RowData:
         smt_threads=(facts.threads_per_core or 1) if smt else 0,
         smt_physical=-1 if facts.available_physical_cpus is None else facts.available_physical_cpus,
         max_numa_nodes=tm.max_numa_nodes,
-        unknown_numa=frozenset(facts.unknown_numa_devices),
-        units=units_key(facts),
+        unknown_numa=shared(("unknown", unknown), unknown),
+        units=shared(("units", units), units),
         facts=facts,
-        present=dict(view.present),
+        present=view.present,  # shared by equal views (rte.consumer.numaview.shared)
     )
     return data

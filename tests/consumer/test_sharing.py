@@ -1,0 +1,127 @@
+"""Equal parts of different nodes are one object (identity), and sharing changes no answer.
+
+At 20 000 NRTs the extender's memory was mostly per-node copies of what nodes of one hardware
+model publish alike (bench/bench_serve_start.py measures it); these tests pin the sharing that
+removed them, and that what the views, rows and files say is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from rte.consumer import nrtfile
+from rte.consumer.cache.nodestate import NO_PODS, NodeState
+from rte.consumer.kernel.rows import row_data
+from rte.consumer.numaview import build_view, make_thresholds, subtract_requests
+from rte.consumer.store import resource_names_of
+from rte.model.nrt import LIST_KIND, from_nrt, to_nrt
+from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
+
+GI = 2**30
+
+
+def _node(name: str, cpus: tuple[int, int], memory: int = 10 * GI) -> NodeTopology:
+    zones = tuple(
+        Zone(
+            name=f"node-{z}",
+            costs=(Cost("node-0", 10 if z == 0 else 21), Cost("node-1", 21 if z == 0 else 10)),
+            resources=(
+                ResourceInfo("memory", 64 * GI, 60 * GI, memory),
+                ResourceInfo("cpu", 16, 15, cpus[z]),
+            ),
+        )
+        for z in (0, 1)
+    )
+    attrs = (Attribute("topologyManagerPolicy", "single-numa-node"),)
+    return NodeTopology(name=name, zones=zones, attributes=attrs)
+
+
+def test_views_of_equal_hardware_share_their_equal_parts() -> None:
+    a, b = build_view(_node("a", (3, 4))), build_view(_node("b", (7, 0), memory=GI))
+    assert a.zone_available != b.zone_available
+    for attr in ("zone_capacity", "zone_allocatable", "distances", "ids", "facts", "tm", "present"):
+        assert getattr(a, attr) is getattr(b, attr), attr
+    assert a.resource_names is b.resource_names is resource_names_of(_node("c", (1, 1)))
+    assert a.memo is b.memo  # LeastNUMANodes tables depend on ids and distances only
+    assert a.ceil_available is a.available  # integral amounts: one dict serves both
+
+
+def test_zone_amounts_read_back_as_published() -> None:
+    topology = _node("a", (3, -2))  # a negative available reads as 0
+    view = build_view(topology)
+    assert [list(zone.items()) for zone in view.zone_available] == [
+        [("memory", 10 * GI), ("cpu", 3)],
+        [("memory", 10 * GI), ("cpu", 0)],
+    ]
+    assert view.zone(1) == {"memory": 10 * GI, "cpu": 0}
+    assert view.zone_available[-1] is view.zone_available[1]
+    assert view.zone_available[::-1] == (view.zone_available[1], view.zone_available[0])
+    with pytest.raises(IndexError):
+        view.zone_available[2]
+    reserved = subtract_requests(view, [{"cpu": 2}])
+    assert [dict(z) for z in reserved.zone_available] == [
+        {"memory": 10 * GI, "cpu": 1},
+        {"memory": 10 * GI, "cpu": 0},
+    ]
+    assert reserved.memo is view.memo and reserved.zone_capacity is view.zone_capacity
+
+
+def test_thresholds_built_on_first_use_as_before() -> None:
+    view = build_view(_node("a", (3, 4)))
+    assert view.thresholds == {r: make_thresholds(row, view.present[r]) for r, row in view.available.items()}
+    assert view.thresholds is view.thresholds
+
+
+def test_kernel_rows_reuse_the_views_rows() -> None:
+    a, b = build_view(_node("a", (3, 4))), build_view(_node("b", (5, 6)))
+    ra, rb = row_data(a), row_data(b)
+    assert ra.available is a.available
+    assert ra.fractional is rb.fractional == {}
+    assert ra.at_minimum is rb.at_minimum and ra.units is rb.units and ra.present is a.present
+    fractional = build_view(
+        NodeTopology(
+            name="f", zones=(Zone("node-0", resources=(ResourceInfo("cpu", 4, 4, Fraction(3, 2)),)),)
+        )
+    )
+    data = row_data(fractional)
+    assert data.available == {"cpu": (1,)} and data.fractional == {"cpu": (True,)}
+
+
+def test_empty_accounted_sets_are_one_object() -> None:
+    one, two = NodeState(), NodeState()
+    one.accounted = frozenset()
+    two.accounted = frozenset(set())
+    assert one.accounted is two.accounted is NO_PODS
+    pods = frozenset({("ns", "p")})
+    one.accounted = pods
+    assert one.accounted is pods
+
+
+def _write(path: Path, topologies: list[NodeTopology]) -> None:
+    items = []
+    for t in topologies:
+        obj = to_nrt(t)
+        obj["metadata"]["labels"] = {"pool": "gpu"}
+        items.append(obj)
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": LIST_KIND, "items": items}))
+
+
+def test_nrt_file_shares_maps_and_reads_the_same_past_its_part_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topologies = [_node(f"w{i}", (i % 5, 3), memory=(i % 3) * GI) for i in range(40)]
+    path = tmp_path / "nrts.json"
+    _write(path, topologies)
+    expected = [from_nrt(json.loads(json.dumps(to_nrt(t)))) for t in topologies]
+    whole = nrtfile.read_nrt_file(path)
+    assert whole[0].labels is whole[1].labels == {"pool": "gpu"}
+    assert whole[0].zones[0].costs is whole[1].zones[0].costs
+    monkeypatch.setattr(nrtfile, "PARTS_LIMIT", 8)
+    bounded = nrtfile.read_nrt_file(path)
+    for got in (whole, bounded):
+        assert [t.zones for t in got] == [t.zones for t in expected]
+        assert [t.attributes for t in got] == [t.attributes for t in expected]
