@@ -12,11 +12,11 @@ process keeps as RSS long after the objects are gone. Here:
   object each (every node of a cluster has the same cost tables, zone names and capacities);
   a topology takes about a third of the memory of one read as is;
 * **from_nrt decides the rest**: an item the structs do not fit (a field of another type, a
-  negative amount, another apiVersion) is decoded as JSON and read by :class:`CompactReader`,
-  which builds what ``from_nrt`` would for the plain shape (objects of exactly JSON's types,
-  base-unit amounts) and otherwise calls it, with its checks, warnings and messages. Differential
-  tests hold both readers equal to ``from_nrt``. YAML files, and JSON that msgspec does not read
-  (a byte order mark, say), go through :func:`rte.yamlfile.read_objects`.
+  negative amount, another apiVersion) is read by ``from_nrt``, with its checks, warnings and
+  messages. YAML files, and JSON that msgspec does not read (a byte order mark, say), go through
+  :func:`rte.yamlfile.read_objects`, and each object through the same structs
+  (``msgspec.convert``): :meth:`CompactReader.read` and :meth:`CompactReader.read_raw` build
+  from one set of structs, and differential tests hold both equal to ``from_nrt``.
 """
 
 from __future__ import annotations
@@ -42,194 +42,9 @@ class _NotPlain(Exception):
     """The object is not of the plain shape: ``from_nrt`` reads it."""
 
 
-def _str(value: Any) -> str:
-    if type(value) is not str:
-        raise _NotPlain
-    return value
-
-
-def _items(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if type(value) is not list:
-        raise _NotPlain
-    return value
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise _NotPlain
-    return value
-
-
-PARTS_LIMIT = 1 << 13
-"""How many shared parts :class:`CompactReader` remembers (see :meth:`CompactReader.bound`)."""
-
-
-class CompactReader:
-    """Reads NRT objects into topologies whose equal parts are shared (see the module).
-
-    Parts are looked up by keys of plain values and of the ids of parts already shared (alive
-    for as long as the reader is, so an id names one value), which hashes in C; hashing the
-    frozen dataclasses themselves would run their Python ``__hash__`` down every level.
-    """
-
-    def __init__(self) -> None:
-        self._parts: dict[tuple[Any, ...], Any] = {}
-        self._texts: dict[str, str] = {}
-        self._quantities: dict[str, Amount] = {}
-
-    def _shared_tuple(self, items: list[T]) -> tuple[T, ...]:
-        key = (tuple, *map(id, items))
-        shared = self._parts.get(key)
-        if shared is None:
-            shared = self._parts[key] = tuple(items)
-        return shared
-
-    def _text(self, value: Any) -> str:
-        text = _str(value)
-        shared = self._texts.get(text)
-        if shared is None:
-            # A copy: the decoded object's own string would keep its memory block alive.
-            shared = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
-            self._texts[shared] = shared
-        return shared
-
-    def _amount(self, value: Any) -> Amount:
-        kind = type(value)
-        if kind is str:
-            amount = self._quantities.get(value)
-            if amount is None:
-                try:
-                    amount = parse_quantity(value)
-                except ValueError:
-                    raise _NotPlain from None
-                self._quantities[value] = amount
-        elif kind is int:
-            amount = value
-        else:
-            raise _NotPlain
-        if amount < 0:
-            raise _NotPlain  # from_nrt warns or refuses
-        return amount
-
-    def _attributes(self, value: Any) -> tuple[Attribute, ...]:
-        parts = self._parts
-        out = []
-        for item in map(_dict, _items(value)):
-            key = (Attribute, self._text(item["name"]), self._text(item["value"]))
-            attribute = parts.get(key)
-            if attribute is None:
-                attribute = parts[key] = Attribute(key[1], key[2])
-            out.append(attribute)
-        return self._shared_tuple(out)
-
-    def _zone(self, value: Any) -> Zone:
-        obj = _dict(value)
-        parts, text, amount = self._parts, self._text, self._amount
-        costs = []
-        for item in map(_dict, _items(obj.get("costs"))):
-            key: tuple[Any, ...] = (Cost, text(item["name"]), item["value"])
-            if type(key[2]) is not int:
-                raise _NotPlain
-            cost = parts.get(key)
-            if cost is None:
-                cost = parts[key] = Cost(key[1], key[2])
-            costs.append(cost)
-        resources = []
-        for item in map(_dict, _items(obj.get("resources"))):
-            key = (
-                ResourceInfo,
-                text(item["name"]),
-                amount(item["capacity"]),
-                amount(item["allocatable"]),
-                amount(item["available"]),
-            )
-            resource = parts.get(key)
-            if resource is None:
-                resource = parts[key] = ResourceInfo(*key[1:])
-            resources.append(resource)
-        parent = obj.get("parent")
-        fields = (
-            text(obj["name"]),
-            text(obj["type"]),
-            text(parent) if parent else None,
-            self._shared_tuple(costs),
-            self._attributes(obj.get("attributes")),
-            self._shared_tuple(resources),
-        )
-        key = (Zone, *fields[:3], *map(id, fields[3:]))
-        zone = parts.get(key)
-        if zone is None:
-            zone = parts[key] = Zone(*fields)
-        return zone
-
-    def _plain(self, obj: Any) -> NodeTopology:
-        obj = _dict(obj)
-        api_version = obj.get("apiVersion")
-        if api_version is not None and api_version not in _API_VERSIONS:
-            raise _NotPlain
-        kind = obj.get("kind")
-        if kind is not None and kind != KIND:
-            raise _NotPlain
-        metadata = _dict(obj["metadata"])
-        owners = [
-            OwnerReference(
-                self._text(item.get("apiVersion", "")),
-                self._text(item.get("kind", "")),
-                self._text(item.get("name", "")),
-                self._text(item.get("uid", "")),
-            )
-            for item in map(_dict, _items(metadata.get("ownerReferences")))
-        ]
-        policies = [self._text(p) for p in _items(obj.get("topologyPolicies"))]
-        name = self._text(metadata["name"])
-        zones = [self._zone(z) for z in _items(obj.get("zones"))]
-        return NodeTopology(
-            name=name,
-            zones=self._shared_tuple(zones),
-            attributes=self._attributes(obj.get("attributes")),
-            topology_policies=self._shared_tuple(policies),
-            annotations=self._string_map(metadata.get("annotations")),
-            labels=self._string_map(metadata.get("labels")),
-            owner_references=tuple(owners),  # one per node: the Node's uid
-        )
-
-    def _string_map(self, value: Any) -> dict[str, str]:
-        """The shared copy of a string map (labels, annotations): most NRTs carry equal ones."""
-        text = self._text
-        items = tuple((text(k), text(v)) for k, v in _dict(value).items()) if value is not None else ()
-        key = (dict, *items)
-        shared = self._parts.get(key)
-        if shared is None:
-            shared = self._parts[key] = dict(items)
-        return shared
-
-    def bound(self) -> None:
-        """Forget the parts seen so far once there are :data:`PARTS_LIMIT` of them (between two
-        objects only: within one, keys name parts by id, which must stay alive).
-
-        A zone whose amounts no other zone shares costs its key here as much as the zone itself;
-        kept to the end, 20 000 NRTs' keys left 25 MiB of holes among the topologies (RSS that
-        nothing reused). Parts equal within a window are still shared.
-        """
-        if len(self._parts) >= PARTS_LIMIT:
-            self._parts.clear()
-
-    def read(self, obj: Any, *, strict: bool = False) -> NodeTopology:
-        """``from_nrt(obj, strict=strict)``, faster for the plain shape, with shared parts."""
-        self.bound()
-        try:
-            return self._plain(obj)
-        except (_NotPlain, KeyError, TypeError):
-            pass  # KeyError: a required field is missing; TypeError: a value cannot be shared
-        return from_nrt(obj, strict=strict)
-
-
-# --- JSON files through typed structs --------------------------------------------------------
-# msgspec decodes each item straight into these (its types checked in C, unknown fields skipped);
-# an item they do not fit is decoded as JSON and read by CompactReader.read, with from_nrt's
-# checks and messages.
+# The plain shape of an NRT: msgspec decodes a JSON item straight into these, or converts an
+# object already decoded (YAML) into them, its types checked in C and unknown fields skipped.
+# An object they do not fit is read by from_nrt, with its checks and messages.
 
 
 class _SCost(msgspec.Struct, gc=False):
@@ -286,8 +101,82 @@ _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-class _StructReader(CompactReader):
-    """:class:`CompactReader` for items decoded into the structs above."""
+PARTS_LIMIT = 1 << 13
+"""How many shared parts :class:`CompactReader` remembers (see :meth:`CompactReader.bound`)."""
+
+
+class CompactReader:
+    """Reads NRT objects into topologies whose equal parts are shared (see the module).
+
+    Parts are looked up by keys of plain values and of the ids of parts already shared (alive
+    for as long as the reader is, so an id names one value), which hashes in C; hashing the
+    frozen dataclasses themselves would run their Python ``__hash__`` down every level.
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[Any, ...], Any] = {}
+        self._texts: dict[str, str] = {}
+        self._quantities: dict[str, Amount] = {}
+
+    def _shared_tuple(self, items: list[T]) -> tuple[T, ...]:
+        key = (tuple, *map(id, items))
+        shared = self._parts.get(key)
+        if shared is None:
+            shared = self._parts[key] = tuple(items)
+        return shared
+
+    def _text(self, text: str) -> str:
+        shared = self._texts.get(text)
+        if shared is None:
+            # A copy: the decoded object's own string would keep its memory block alive.
+            shared = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+            self._texts[shared] = shared
+        return shared
+
+    def _amount(self, value: str | int) -> Amount:
+        if isinstance(value, str):
+            amount = self._quantities.get(value)
+            if amount is None:
+                try:
+                    amount = parse_quantity(value)
+                except ValueError:
+                    raise _NotPlain from None
+                self._quantities[value] = amount
+        else:
+            amount = value
+        if amount < 0:
+            raise _NotPlain  # from_nrt warns or refuses
+        return amount
+
+    def _string_map(self, value: dict[str, str] | None) -> dict[str, str]:
+        """The shared copy of a string map (labels, annotations): most NRTs carry equal ones."""
+        text = self._text
+        items = tuple((text(k), text(v)) for k, v in value.items()) if value is not None else ()
+        key = (dict, *items)
+        shared = self._parts.get(key)
+        if shared is None:
+            shared = self._parts[key] = dict(items)
+        return shared
+
+    def bound(self) -> None:
+        """Forget the parts seen so far once there are :data:`PARTS_LIMIT` of them (between two
+        objects only: within one, keys name parts by id, which must stay alive).
+
+        A zone whose amounts no other zone shares costs its key here as much as the zone itself;
+        kept to the end, 20 000 NRTs' keys left 25 MiB of holes among the topologies (RSS that
+        nothing reused). Parts equal within a window are still shared.
+        """
+        if len(self._parts) >= PARTS_LIMIT:
+            self._parts.clear()
+
+    def read(self, obj: Any, *, strict: bool = False) -> NodeTopology:
+        """``from_nrt(obj, strict=strict)``, faster for the plain shape, with shared parts."""
+        self.bound()
+        try:
+            return self._from_struct(msgspec.convert(obj, _SNRT))
+        except (msgspec.ValidationError, _NotPlain):
+            pass
+        return from_nrt(obj, strict=strict)
 
     def read_raw(self, raw: bytes | msgspec.Raw, *, strict: bool) -> NodeTopology | None:
         """The NRT in ``raw``; None when it is not an object (the caller words that)."""
@@ -296,10 +185,10 @@ class _StructReader(CompactReader):
             return self._from_struct(_NRT_DECODER.decode(raw))
         except (msgspec.ValidationError, msgspec.DecodeError, _NotPlain):
             pass
-        obj = decode_json(bytes(raw), "NRT")
-        return self.read(obj, strict=strict) if isinstance(obj, Mapping) else None
+        obj = decode_json(bytes(raw), "NRT")  # what the structs do not fit: from_nrt words it
+        return from_nrt(obj, strict=strict) if isinstance(obj, Mapping) else None
 
-    def _struct_attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
+    def _attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
         parts, text = self._parts, self._text
         out = []
         for item in items or ():
@@ -310,7 +199,7 @@ class _StructReader(CompactReader):
             out.append(attribute)
         return self._shared_tuple(out)
 
-    def _struct_zone(self, zone: _SZone) -> Zone:
+    def _zone(self, zone: _SZone) -> Zone:
         parts, text, amount = self._parts, self._text, self._amount
         costs = []
         for c in zone.costs or ():
@@ -331,7 +220,7 @@ class _StructReader(CompactReader):
             text(zone.type),
             text(zone.parent) if zone.parent else None,
             self._shared_tuple(costs),
-            self._struct_attributes(zone.attributes),
+            self._attributes(zone.attributes),
             self._shared_tuple(resources),
         )
         key = (Zone, *fields[:3], *map(id, fields[3:]))
@@ -352,8 +241,8 @@ class _StructReader(CompactReader):
         )
         return NodeTopology(
             name=text(meta.name),
-            zones=self._shared_tuple([self._struct_zone(z) for z in nrt.zones or ()]),
-            attributes=self._struct_attributes(nrt.attributes),
+            zones=self._shared_tuple([self._zone(z) for z in nrt.zones or ()]),
+            attributes=self._attributes(nrt.attributes),
             topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),
             annotations=self._string_map(meta.annotations),
             labels=self._string_map(meta.labels),
@@ -397,7 +286,7 @@ def read_nrt_file(path: Path) -> list[NodeTopology]:
     Strict, as for any file a user hands us: a negative amount is a mistake. Errors name the file
     and the item (``nrts.json: items[3]: zones[0].name: required field is missing``).
     """
-    reader = _StructReader()
+    reader = CompactReader()
     out: list[NodeTopology] = []
     raws = _raw_items(path)
     if raws is not None:

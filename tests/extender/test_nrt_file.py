@@ -18,7 +18,7 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rte.consumer.nrtfile import CompactReader, _raw_items, _StructReader, read_nrt_file
+from rte.consumer.nrtfile import CompactReader, _raw_items, read_nrt_file
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
@@ -78,7 +78,7 @@ def test_the_struct_reader_of_json_items_equals_from_nrt(obj: Any) -> None:
     raw = json.dumps(obj).encode("utf-8", "surrogatepass")
     logging.disable(logging.WARNING)
     try:
-        compact = _outcome(lambda: _StructReader().read_raw(raw, strict=True))
+        compact = _outcome(lambda: CompactReader().read_raw(raw, strict=True))
         reference = _outcome(lambda: from_nrt(obj, strict=True) if isinstance(obj, dict) else None)
     finally:
         logging.disable(logging.NOTSET)
