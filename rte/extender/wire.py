@@ -219,6 +219,39 @@ class _NameLists:
 _NAME_LISTS = _NameLists()
 
 
+class _NodeLists:
+    """The last two Node lists decoded (``Nodes`` of whole-Node requests), by their JSON bytes.
+
+    kube-scheduler sends prioritize the Nodes that passed filter: when all passed, the very list
+    filter just received, encoded the same (Go's encoder is deterministic), and pod after pod the
+    same list while no Node changed. Such a list costs a copy, a hash and a comparison at memory
+    speed (~1.5 ms at 5000 Nodes, 2.6 MiB) instead of a decode (~12 ms). A list is decoded from
+    its own copy, so that an entry keeps that copy alive and not the whole request body.
+    """
+
+    KEPT = 2
+
+    def __init__(self) -> None:
+        self._lists: dict[bytes, tuple[WireNode, ...] | None] = {}
+        self._lock = threading.Lock()
+
+    def decode(self, raw: msgspec.Raw) -> tuple[WireNode, ...] | None:
+        key = bytes(raw)
+        try:
+            return self._lists[key]
+        except KeyError:
+            pass
+        nodes = _wire_nodes(key)
+        with self._lock:
+            self._lists[key] = nodes
+            while len(self._lists) > self.KEPT:
+                del self._lists[next(iter(self._lists))]
+        return nodes
+
+
+_NODE_LISTS = _NodeLists()
+
+
 def _decode_fast(body: bytes) -> ExtenderArgs | None:
     """The arguments, reading only what is used, or None to leave the request to
     :func:`_decode_whole`: on anything unusual (invalid JSON, a field of an unexpected type, a
@@ -239,7 +272,7 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
         names = None if names_raw is None else _NAME_LISTS.decode(bytes(names_raw))
         nodes = None
         if nodes_raw is not None and not (len(nodes_raw) == 4 and bytes(nodes_raw) == b"null"):
-            nodes = _wire_nodes(nodes_raw)
+            nodes = _NODE_LISTS.decode(nodes_raw)
             if nodes is None:
                 return None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, InputError):
@@ -249,7 +282,7 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
     return ExtenderArgs(pod=pod, nodes=nodes, node_names=names, pod_json=pod_json)
 
 
-def _wire_nodes(node_list: msgspec.Raw) -> list[WireNode] | None:
+def _wire_nodes(node_list: bytes) -> tuple[WireNode, ...] | None:
     """The Nodes of a NodeList's JSON, or None when one has no name (raises on the rest)."""
     items = _NODE_LIST.decode(node_list).items or []
     spans = _NODE_SPANS.decode(node_list).items or []
@@ -260,7 +293,7 @@ def _wire_nodes(node_list: msgspec.Raw) -> list[WireNode] | None:
     sets = {raw: _names_in(raw) for raw in dict.fromkeys(allocatable)}
     shared: dict[frozenset[str], frozenset[str]] = {}
     sets = {raw: shared.setdefault(names, names) for raw, names in sets.items()}
-    return list(map(_WIRE_NODE, zip(names, map(sets.__getitem__, allocatable), spans, strict=True)))
+    return tuple(map(_WIRE_NODE, zip(names, map(sets.__getitem__, allocatable), spans, strict=True)))
 
 
 def _names_in(allocatable: bytes) -> frozenset[str]:

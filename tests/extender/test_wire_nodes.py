@@ -76,3 +76,18 @@ def test_a_status_that_is_not_an_object_is_left_to_the_whole_decoder() -> None:
     body = _body([{"metadata": {"name": "a"}, "status": None}])
     assert _decode_fast(body) is None
     assert [n.allocatable for n in _decode_whole(body).nodes or ()] == [frozenset()]
+
+
+def test_a_node_list_sent_again_is_the_same_decoded_tuple_until_two_others_came() -> None:
+    nodes = [node("a", {"cpu": "1"}), node("b", {})]
+    first = _decode_fast(_body(nodes))
+    again = _decode_fast(
+        orjson.dumps({"Pod": {"metadata": {"name": "q"}}, "Nodes": {"metadata": {}, "items": nodes}})
+    )
+    assert first is not None and again is not None and first.nodes is again.nodes
+    assert again.pod == {"metadata": {"name": "q"}}
+    changed = _decode_fast(_body([node("a", {"cpu": "2"}), node("b", {})]))
+    assert changed is not None and changed.nodes is not first.nodes and changed.nodes != first.nodes
+    _decode_fast(_body([node("c", {})]))  # a third list: the first is forgotten, decoded anew
+    last = _decode_fast(_body(nodes))
+    assert last is not None and last.nodes is not first.nodes and last.nodes == first.nodes
