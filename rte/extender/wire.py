@@ -26,6 +26,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -168,6 +169,7 @@ _NAME_OF = attrgetter("metadata.name")
 _ALLOCATABLE_OF = attrgetter("status.allocatable")
 _WIRE_NODE = partial(tuple.__new__, WireNode)
 _NAME = attrgetter("name")
+_ECHO = attrgetter("echo")
 
 
 class _NameLists:
@@ -344,12 +346,23 @@ def filter_result(args: ExtenderArgs, passed: Sequence[str], failed: Mapping[str
         result["NodeNames"] = list(passed)
     if args.nodes is not None:
         keep = set(passed)
-        echoes = [n.echo for n in args.nodes if n.name in keep]
+        echoes = list(compress(map(_ECHO, args.nodes), map(keep.__contains__, map(_NAME, args.nodes))))
         items: Any = echoes
-        if all(type(e) is msgspec.Raw for e in echoes):  # as sent, between the list's brackets
-            items = orjson.Fragment(b"[" + b",".join(echoes) + b"]")
+        if set(map(type, echoes)) <= {msgspec.Raw}:  # as sent, between the list's brackets
+            items = orjson.Fragment(_json_list(echoes))
         result["Nodes"] = {"metadata": {}, "items": items}
     return result
+
+
+def _json_list(texts: list[Any]) -> bytes:
+    """``[a,b,...]`` of JSON texts, built in one piece: adding the brackets to a joined answer of
+    megabytes afterwards (two more copies of it, into fresh memory) cost 5-10 ms at 5000 Nodes."""
+    if not texts:
+        return b"[]"
+    parts = [b","] * (2 * len(texts) + 1)
+    parts[0], parts[-1] = b"[", b"]"
+    parts[1::2] = texts
+    return b"".join(parts)
 
 
 def error_result(message: str) -> dict[str, Any]:
