@@ -12,8 +12,10 @@ on rte's HTTP server (:mod:`rte.runtime.httpserver`) and once on the standard li
 A round trip is what the scheduler does per pod: POST ``/filter`` with the candidates, then
 ``/prioritize`` with those that passed, on one kept-alive connection. The client encodes its
 bodies once (kube-scheduler's encoder is not what is measured here) and decodes every answer.
-Every server answers with ``Server-Timing: app;dur=<ms>``, its time from the request read to the
-answer ready; a round trip's **server time** is the sum over its two calls, and what is left of
+Every server answers with ``Server-Timing: app;dur=<ms>, cpu;dur=<ms>``, its time from the
+request read to the answer ready and its serving thread's CPU time within it (the figure other
+processes on a busy machine do not inflate); a round trip's **server time** (and CPU) is the sum
+over its two calls, and what is left of
 the round trip is the client decoding the answers (timed apart) and the wire: sending, reading
 and copying the bodies through HTTP over loopback. Whole-Node mode (``nodeCacheCapable: false``)
 is measured both ways, since its 2.6 MiB requests make the wire a large part of the round trip.
@@ -85,9 +87,10 @@ def _serve_null_rte(port: int) -> None:
     def handle(request: HttpRequest) -> Response:
         if request.method == "GET":
             return Response(200, b"{}", JSON)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         answer = null_answer(request.path, request.body)
-        return Response(200, answer, JSON, headers=(server_timing(time.perf_counter() - start),))
+        timing = server_timing(time.perf_counter() - start, time.thread_time() - cpu)
+        return Response(200, answer, JSON, headers=(timing,))
 
     server = HttpServer("127.0.0.1", port, handle, limits=Limits(max_body=64 * MiB)).start()
     threading.Event().wait()
@@ -97,12 +100,12 @@ def _serve_null_rte(port: int) -> None:
 class _NullHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
 
-    def _answer(self, data: bytes, seconds: float | None = None) -> None:
+    def _answer(self, data: bytes, timing: tuple[str, str] | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        if seconds is not None:
-            self.send_header("Server-Timing", f"app;dur={seconds * 1000:.3f}")
+        if timing is not None:
+            self.send_header(*timing)
         self.end_headers()
         self.wfile.write(data)
 
@@ -111,9 +114,11 @@ class _NullHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        start = time.perf_counter()
+        from rte.runtime.httpwire import server_timing
+
+        start, cpu = time.perf_counter(), time.thread_time()
         answer = null_answer(self.path, body)
-        self._answer(answer, time.perf_counter() - start)
+        self._answer(answer, server_timing(time.perf_counter() - start, time.thread_time() - cpu))
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -161,12 +166,12 @@ class _FilterAnswer(msgspec.Struct):
 _ANSWER = msgspec.json.Decoder(_FilterAnswer)
 
 
-def server_seconds(header: str | None) -> float:
-    """The duration of a ``Server-Timing: app;dur=<ms>`` field, in seconds (a server that sent
-    none is a failed measurement, not a zero)."""
-    metric, _, duration = (header or "").partition(";dur=")
-    assert metric == "app", f"no Server-Timing in the answer: {header!r}"
-    return float(duration) / 1000
+def server_seconds(header: str | None) -> tuple[float, float]:
+    """The ``app`` and ``cpu`` durations of a ``Server-Timing`` field, in seconds (a server that
+    sent none is a failed measurement, not a zero)."""
+    metrics = dict(m.split(";dur=", 1) for m in (header or "").split(", ") if ";dur=" in m)
+    assert metrics.keys() >= {"app", "cpu"}, f"no Server-Timing in the answer: {header!r}"
+    return float(metrics["app"]) / 1000, float(metrics["cpu"]) / 1000
 
 
 LIST_VERSIONS = 4
@@ -183,7 +188,8 @@ def _version(node: dict[str, Any], version: int) -> dict[str, Any]:
 
 class Trip:
     """One client's round trip on its own kept-alive connection, bodies encoded once; after each,
-    :attr:`server` and :attr:`decode` hold its server time and the client's decoding time."""
+    :attr:`server`, :attr:`cpu` and :attr:`decode` hold its server time, the server's CPU time
+    and the client's decoding time."""
 
     def __init__(self, port: int, names: list[str], *, whole_nodes: bool = False) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -197,6 +203,7 @@ class Trip:
         self._prioritize: dict[tuple[int, tuple[str, ...]], bytes] = {}
         self.passed = 0
         self.server = 0.0
+        self.cpu = 0.0
         self.decode = 0.0
 
     def _body(self, names: list[str], version: int) -> bytes:
@@ -210,11 +217,13 @@ class Trip:
         response = self.conn.getresponse()
         data = response.read()
         assert response.status == 200, data[:300]
-        self.server += server_seconds(response.getheader("Server-Timing"))
+        server, cpu = server_seconds(response.getheader("Server-Timing"))
+        self.server += server
+        self.cpu += cpu
         return data
 
     def __call__(self) -> None:
-        self.server = self.decode = 0.0
+        self.server = self.cpu = self.decode = 0.0
         version = self.version = (self.version + 1) % len(self.filter_bodies)
         answer = self._post("filter", self.filter_bodies[version])
         start = time.perf_counter()
@@ -247,6 +256,8 @@ class TripTimes:
     total: float
     server: float
     """The server's own time (``Server-Timing``), filter + prioritize."""
+    cpu: float
+    """The server's CPU time within it."""
     decode: float
     """The client decoding the two answers."""
 
@@ -257,14 +268,15 @@ def median_trip(port: int, names: list[str], *, whole_nodes: bool = False, trips
     try:
         for _ in trip.filter_bodies:  # every prioritize body encoded before the clock runs
             trip()
-        times, server, decode = [], [], []
+        times, server, cpu, decode = [], [], [], []
         for _ in range(trips):
             start = time.perf_counter()
             trip()
             times.append(time.perf_counter() - start)
             server.append(trip.server)
+            cpu.append(trip.cpu)
             decode.append(trip.decode)
-        return TripTimes(*map(statistics.median, (times, server, decode)))
+        return TripTimes(*map(statistics.median, (times, server, cpu, decode)))
     finally:
         trip.close()
 
@@ -308,6 +320,7 @@ NODE_TRIPS = 15
 
 def _times(out: dict[str, float], key: str, times: TripTimes) -> None:
     out[key], out[f"{key} server"], out[f"{key} decode"] = times.total, times.server, times.decode
+    out[f"{key} cpu"] = times.cpu
 
 
 def measure(*, whole_nodes_only: bool = False) -> dict[str, float]:
@@ -366,14 +379,12 @@ def json_figures(count: int = NODES) -> dict[str, float]:
 def _whole_node_rows(m: dict[str, float]) -> list[Row]:
     """Whole-Node mode against its target: the server's own time, and the round trip over
     loopback, each beside the do-nothing server's (rte's HTTP server, orjson both ways)."""
-    ms = {
-        k: m[k] * 1000
-        for k in ("extender nodes", "extender nodes server", "null-rte nodes", "null-rte nodes server")
-    }
+    ms = {k: v * 1000 for k, v in m.items() if k.startswith(("extender nodes", "null-rte nodes"))}
     return [
         Row(
             f"extender whole-Node mode, {NODES} Nodes (filter+prioritize): server time (Server-Timing)",
-            f"{ms['extender nodes server']:.0f} ms (do-nothing: {ms['null-rte nodes server']:.0f})",
+            f"{ms['extender nodes server']:.0f} ms, CPU {ms['extender nodes cpu']:.0f} "
+            f"(do-nothing: {ms['null-rte nodes server']:.0f}, CPU {ms['null-rte nodes cpu']:.0f})",
             "≤ 60 ms",
             ms["extender nodes server"] <= 60,
         ),
@@ -427,10 +438,12 @@ def summary() -> list[Row]:
 
 def _print_whole_nodes(m: dict[str, float]) -> None:
     print(f"whole-Node mode, {NODES} Nodes; medians of {NODE_TRIPS} round trips (filter + prioritize), ms:")
-    print(f"  {'server':<12} {'round trip':>10} {'server':>7} {'client decode':>14} {'rest: wire':>11}")
+    heads = ("round trip", "server", "(CPU)", "client decode", "rest: wire")
+    print(f"  {'server':<12} " + " ".join(f"{h:>13}" for h in heads))
     for key in ("extender", "null-rte", "null-stdlib"):
-        total, server, decode = (m[f"{key} nodes{part}"] * 1000 for part in ("", " server", " decode"))
-        print(f"  {key:<12} {total:10.1f} {server:7.1f} {decode:14.1f} {total - server - decode:11.1f}")
+        total, server, cpu, decode = (m[f"{key} nodes{p}"] * 1000 for p in ("", " server", " cpu", " decode"))
+        figures = (total, server, cpu, decode, total - server - decode)
+        print(f"  {key:<12} " + " ".join(f"{f:13.1f}" for f in figures))
 
 
 def main() -> None:
