@@ -156,7 +156,7 @@ def _args_view(args: ExtenderArgs) -> Any:
     nodes = None
     if args.nodes is not None:
         nodes = [(n.name, n.allocatable, json.loads(_echo_json(n.echo))) for n in args.nodes]
-    return args.pod, args.node_names, nodes
+    return args.pod, args.node_names, nodes, list(args.candidate_names())
 
 
 def _fast_equals_whole(body: bytes) -> None:
