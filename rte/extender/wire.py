@@ -22,13 +22,11 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import compress
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -36,6 +34,7 @@ import orjson
 
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
+from rte.extender.wirenodes import WireNode, WireNodes, decode_names, decode_nodes, shared_names
 from rte.yamlfile import decode_json, encode_json
 
 MIN_EXTENDER_PRIORITY = 0
@@ -65,20 +64,6 @@ def go_field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-class WireNode(NamedTuple):
-    """A Node object of a request (``nodeCacheCapable: false``): what Filter needs of it, and
-    what to send back when it passes. A tuple, so that the fast decoder builds thousands of them
-    without a Python call each."""
-
-    name: str
-    allocatable: frozenset[str]
-    """The names in ``status.allocatable``; Filter only asks whether a resource is listed. Nodes
-    listing the same names share one set (the kernel checks each distinct set once)."""
-    echo: Any
-    """The object as sent: its JSON bytes as a ``msgspec.Raw`` (sent back verbatim, see
-    :func:`filter_result`), or the decoded object (requests the fast decoder leaves to ``json``)."""
-
-
 @dataclass(frozen=True)
 class ExtenderArgs:
     """A decoded ``ExtenderArgs``: the pod and the candidate nodes in either form."""
@@ -89,12 +74,10 @@ class ExtenderArgs:
     node_names: Sequence[str] | None
     """The candidate names (``nodeCacheCapable: true``), or None when Node objects were sent.
     From the fast decoder, a tuple shared by every request that sent the same list (see
-    :class:`_NameLists`)."""
+    :func:`rte.extender.wirenodes.decode_names`)."""
     pod_json: bytes | None = None
     """The Pod's JSON as sent (fast decoder only): a key under which the service remembers the
     pod prepared, since filter and prioritize send the same pod."""
-    nodes_names: tuple[str, ...] | None = None
-    """The names of :attr:`nodes` (fast decoder only), a tuple shared like :attr:`node_names`."""
 
     def candidate_names(self) -> Sequence[str]:
         """Every candidate's name, in request order (names first when both forms were sent).
@@ -107,9 +90,9 @@ class ExtenderArgs:
             return self.node_names
         if self.node_names is not None:
             return list(self.node_names)
-        if self.nodes_names is not None:
-            return self.nodes_names
-        return _NAME_LISTS.shared(list(map(_NAME, self.nodes or ())))
+        if isinstance(self.nodes, WireNodes):
+            return self.nodes.names
+        return shared_names(list(map(_NAME, self.nodes or ())))
 
 
 def node_name(node: Mapping[str, Any]) -> str:
@@ -134,129 +117,10 @@ def decode_args(body: bytes) -> ExtenderArgs:
     return fast if fast is not None else _decode_whole(body)
 
 
-# --- the fast decoder -------------------------------------------------------------------------
-# msgspec decodes into these types and skips every other field without building it; msgspec.Raw
-# keeps a value's JSON bytes as sent, as a view of the body (no copy). Field names are matched
-# exactly, as node_name() does. A Node list is read in two passes of msgspec over it and no
-# Python call per Node: one for what Filter reads (names, each allocatable as its raw bytes), one
-# for the items' spans. A Node's allocatable map as a dict (a dict, its keys and values per Node)
-# took three times as long as all the rest of the pass; the keys of each distinct map are read
-# once instead. Structs without gc tracking: they hold no containers, so no cycles.
-
-
-class _Metadata(msgspec.Struct, gc=False):
-    name: str
-
-
-class _Status(msgspec.Struct, gc=False):
-    allocatable: msgspec.Raw = msgspec.Raw(b"null")
-
-
-class _Node(msgspec.Struct, gc=False):
-    metadata: _Metadata
-    status: _Status = msgspec.field(default_factory=_Status)
-
-
-class _NodeList(msgspec.Struct, gc=False):
-    items: list[_Node] | None = None
-
-
-class _NodeSpans(msgspec.Struct, gc=False):
-    items: list[msgspec.Raw] | None = None
-
+# --- the fast decoder (rte.extender.wirenodes reads the lists) --------------------------------
 
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_NODE_LIST = msgspec.json.Decoder(_NodeList)
-_NODE_SPANS = msgspec.json.Decoder(_NodeSpans)
-_NAMES = msgspec.json.Decoder(tuple[str, ...] | None)
-_NAME_OF = attrgetter("metadata.name")
-_ALLOCATABLE_OF = attrgetter("status.allocatable")
-_WIRE_NODE = partial(tuple.__new__, WireNode)
 _NAME = attrgetter("name")
-_ECHO = attrgetter("echo")
-
-
-class _NameLists:
-    """The last few ``NodeNames`` lists decoded, by their JSON bytes.
-
-    kube-scheduler sends the same candidate list pod after pod (every feasible node at filter,
-    the same survivors at prioritize). Keyed by the list's bytes (hashed and compared at memory
-    speed, where comparing 5000 names one by one took 1-5 ms, most of it cache misses), a list
-    sent again is the same tuple object, which the kernel's mirror maps to rows by identity.
-    The names of a whole-Node request are shared the same way (:meth:`shared`).
-    """
-
-    KEPT = 8
-
-    def __init__(self) -> None:
-        self._lists: dict[bytes, tuple[str, ...] | None] = {}
-        self._lock = threading.Lock()
-
-    def decode(self, raw: bytes) -> tuple[str, ...] | None:
-        try:
-            return self._lists[raw]
-        except KeyError:
-            pass
-        names: tuple[str, ...] | None = _NAMES.decode(raw)
-        self._keep(raw, names)
-        return names
-
-    def shared(self, names: list[str]) -> tuple[str, ...]:
-        """``tuple(names)``, the same object as for an equal list seen lately (keyed by the JSON
-        of the list, as :meth:`decode` would have received it)."""
-        try:
-            key = orjson.dumps(names)
-        except TypeError:  # a lone surrogate, which orjson refuses: not worth remembering
-            return tuple(names)
-        known = self._lists.get(key)
-        if known is not None:
-            return known
-        shared = tuple(names)
-        self._keep(key, shared)
-        return shared
-
-    def _keep(self, raw: bytes, names: tuple[str, ...] | None) -> None:
-        with self._lock:
-            self._lists[raw] = names
-            while len(self._lists) > self.KEPT:
-                del self._lists[next(iter(self._lists))]
-
-
-_NAME_LISTS = _NameLists()
-
-
-class _NodeLists:
-    """The last two Node lists decoded (``Nodes`` of whole-Node requests), by their JSON bytes.
-
-    kube-scheduler sends prioritize the Nodes that passed filter: when all passed, the very list
-    filter just received, encoded the same (Go's encoder is deterministic), and pod after pod the
-    same list while no Node changed. Such a list costs a copy, a hash and a comparison at memory
-    speed (~1.5 ms at 5000 Nodes, 2.6 MiB) instead of a decode (~12 ms). A list is decoded from
-    its own copy, so that an entry keeps that copy alive and not the whole request body.
-    """
-
-    KEPT = 2
-
-    def __init__(self) -> None:
-        self._lists: dict[bytes, _Decoded | None] = {}
-        self._lock = threading.Lock()
-
-    def decode(self, raw: msgspec.Raw) -> _Decoded | None:
-        """The Nodes and their names (see :func:`_wire_nodes`)."""
-        key = bytes(raw)
-        try:
-            return self._lists[key]
-        except KeyError:
-            pass
-        nodes = _wire_nodes(key)
-        with self._lock:
-            self._lists[key] = nodes
-            while len(self._lists) > self.KEPT:
-                del self._lists[next(iter(self._lists))]
-        return nodes
-
-
-_NODE_LISTS = _NodeLists()
 
 
 def _decode_fast(body: bytes) -> ExtenderArgs | None:
@@ -276,43 +140,17 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
             return None
         pod_json = bytes(pod_raw)
         pod = decode_json(pod_json, "ExtenderArgs.Pod")
-        names = None if names_raw is None else _NAME_LISTS.decode(bytes(names_raw))
-        nodes = nodes_names = None
+        names = None if names_raw is None else decode_names(bytes(names_raw))
+        nodes = None
         if nodes_raw is not None and not (len(nodes_raw) == 4 and bytes(nodes_raw) == b"null"):
-            decoded = _NODE_LISTS.decode(nodes_raw)
-            if decoded is None:
+            nodes = decode_nodes(nodes_raw)
+            if nodes is None:
                 return None
-            nodes, nodes_names = decoded
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, InputError):
         return None
     if not isinstance(pod, Mapping) or (names is None and nodes is None):
         return None
-    return ExtenderArgs(pod=pod, nodes=nodes, node_names=names, pod_json=pod_json, nodes_names=nodes_names)
-
-
-_Decoded = tuple[tuple[WireNode, ...], tuple[str, ...]]
-
-
-def _wire_nodes(node_list: bytes) -> _Decoded | None:
-    """The Nodes of a NodeList's JSON and their names (a tuple shared by equal lists, see
-    :meth:`_NameLists.shared`), or None when a Node has no name (raises on the rest)."""
-    items = _NODE_LIST.decode(node_list).items or []
-    spans = _NODE_SPANS.decode(node_list).items or []
-    names = list(map(_NAME_OF, items))
-    if not all(names):
-        return None
-    allocatable = list(map(bytes, map(_ALLOCATABLE_OF, items)))
-    sets = {raw: _names_in(raw) for raw in dict.fromkeys(allocatable)}
-    shared: dict[frozenset[str], frozenset[str]] = {}
-    sets = {raw: shared.setdefault(found, found) for raw, found in sets.items()}
-    nodes = tuple(map(_WIRE_NODE, zip(names, map(sets.__getitem__, allocatable), spans, strict=True)))
-    return nodes, _NAME_LISTS.shared(names)
-
-
-def _names_in(allocatable: bytes) -> frozenset[str]:
-    """The keys of an allocatable map's JSON; none for anything else, as allocatable_names()."""
-    value = decode_json(allocatable, "ExtenderArgs.Nodes.items[].status.allocatable")
-    return frozenset(value) if isinstance(value, Mapping) else frozenset()
+    return ExtenderArgs(pod=pod, nodes=nodes, node_names=names, pod_json=pod_json)
 
 
 def _decode_whole(body: bytes) -> ExtenderArgs:
@@ -357,7 +195,11 @@ def filter_result(args: ExtenderArgs, passed: Sequence[str], failed: Mapping[str
         result["NodeNames"] = list(passed)
     if args.nodes is not None:
         keep = set(passed)
-        echoes = list(compress(map(_ECHO, args.nodes), map(keep.__contains__, map(_NAME, args.nodes))))
+        nodes = args.nodes
+        if isinstance(nodes, WireNodes):
+            echoes = list(compress(nodes.echoes, map(keep.__contains__, nodes.names)))
+        else:
+            echoes = [n.echo for n in nodes if n.name in keep]
         items: Any = echoes
         if set(map(type, echoes)) <= {msgspec.Raw}:  # as sent, between the list's brackets
             items = orjson.Fragment(_json_list(echoes))

@@ -78,7 +78,7 @@ def test_a_status_that_is_not_an_object_is_left_to_the_whole_decoder() -> None:
     assert [n.allocatable for n in _decode_whole(body).nodes or ()] == [frozenset()]
 
 
-def test_a_node_list_sent_again_is_the_same_decoded_tuple_until_two_others_came() -> None:
+def test_a_node_list_sent_again_is_the_same_decoded_list_until_two_others_came() -> None:
     nodes = [node("a", {"cpu": "1"}), node("b", {})]
     first = _decode_fast(_body(nodes))
     again = _decode_fast(
@@ -87,7 +87,21 @@ def test_a_node_list_sent_again_is_the_same_decoded_tuple_until_two_others_came(
     assert first is not None and again is not None and first.nodes is again.nodes
     assert again.pod == {"metadata": {"name": "q"}}
     changed = _decode_fast(_body([node("a", {"cpu": "2"}), node("b", {})]))
-    assert changed is not None and changed.nodes is not first.nodes and changed.nodes != first.nodes
+    assert changed is not None and changed.nodes is not first.nodes
+    assert first.nodes is not None and changed.nodes is not None
+    assert list(changed.nodes) != list(first.nodes)
+    assert changed.candidate_names() is first.candidate_names()  # the same names: one tuple
     _decode_fast(_body([node("c", {})]))  # a third list: the first is forgotten, decoded anew
     last = _decode_fast(_body(nodes))
-    assert last is not None and last.nodes is not first.nodes and last.nodes == first.nodes
+    assert last is not None and last.nodes is not None
+    assert last.nodes is not first.nodes and list(last.nodes) == list(first.nodes)
+
+
+def test_decoded_nodes_read_as_a_sequence_of_wire_nodes() -> None:
+    fast = _decode_fast(_body([node("a", {"cpu": "1"}), node("b", {}), node("c", {"x": "1"})]))
+    assert fast is not None and fast.nodes is not None
+    nodes = fast.nodes
+    assert len(nodes) == 3 and [n.name for n in nodes] == ["a", "b", "c"]
+    assert nodes[1].name == "b" and nodes[-1].allocatable == {"x"}
+    assert [n.name for n in nodes[1:]] == ["b", "c"]
+    assert orjson.loads(bytes(nodes[0].echo)) == node("a", {"cpu": "1"})
