@@ -10,7 +10,9 @@ Routes:
 * ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced
   (every warm replica is ready; with leader election only the leader answers the verbs).
 * ``GET /metrics``: Prometheus text format (:mod:`rte.extender.metrics`); each verb call's
-  duration is measured from its whole request read to its answer ready to send.
+  duration is measured from its whole request read to its answer ready to send. The verbs'
+  answers carry the same duration as ``Server-Timing: app;dur=<ms>, cpu;dur=<ms>`` (the
+  second: the serving thread's CPU time within it).
 
 With TLS (``--tls-cert-file``, :mod:`rte.runtime.tls`) only clients holding a certificate of the
 client CA get through the handshake, for every route. The probe server (``--probe-listen``,
@@ -46,7 +48,7 @@ from rte.extender.metrics import VERBS
 from rte.extender.service import ExtenderService
 from rte.extender.wire import decode_args
 from rte.runtime.httpserver import HttpServer, Limits
-from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response
+from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response, server_timing
 from rte.runtime.metrics import CONTENT_TYPE
 from rte.runtime.tls import ServerTls
 from rte.yamlfile import encode_json
@@ -148,10 +150,12 @@ def extender_handler(
         verb = request.path.rstrip("/").rsplit("/", 1)[-1]
         if verb not in VERBS:  # other paths would let any client grow the metrics' label set
             return _post(request, verb)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         response = _post(request, verb)
-        service.metrics.record_request(verb, response.status, time.perf_counter() - start)
-        return response
+        elapsed = time.perf_counter() - start
+        service.metrics.record_request(verb, response.status, elapsed)
+        timing = server_timing(elapsed, time.thread_time() - cpu)
+        return replace(response, headers=(*response.headers, timing))
 
     def _post(request: HttpRequest, verb: str) -> Response:
         if verb not in ("filter", "prioritize"):

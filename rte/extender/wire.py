@@ -22,9 +22,10 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -33,6 +34,7 @@ import orjson
 
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
+from rte.extender.wirenodes import WireNode, WireNodes, decode_names, decode_nodes, shared_names
 from rte.yamlfile import decode_json, encode_json
 
 MIN_EXTENDER_PRIORITY = 0
@@ -62,19 +64,6 @@ def go_field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class WireNode:
-    """A Node object of a request (``nodeCacheCapable: false``): what Filter needs of it, and
-    what to send back when it passes."""
-
-    name: str
-    allocatable: frozenset[str]
-    """The names in ``status.allocatable``; Filter only asks whether a resource is listed."""
-    echo: Any
-    """The object as sent: its JSON bytes as an ``orjson.Fragment`` (sent back verbatim), or the
-    decoded object (requests the fast decoder leaves to ``json``)."""
-
-
 @dataclass(frozen=True)
 class ExtenderArgs:
     """A decoded ``ExtenderArgs``: the pod and the candidate nodes in either form."""
@@ -85,7 +74,7 @@ class ExtenderArgs:
     node_names: Sequence[str] | None
     """The candidate names (``nodeCacheCapable: true``), or None when Node objects were sent.
     From the fast decoder, a tuple shared by every request that sent the same list (see
-    :class:`_NameLists`)."""
+    :func:`rte.extender.wirenodes.decode_names`)."""
     pod_json: bytes | None = None
     """The Pod's JSON as sent (fast decoder only): a key under which the service remembers the
     pod prepared, since filter and prioritize send the same pod."""
@@ -93,14 +82,17 @@ class ExtenderArgs:
     def candidate_names(self) -> Sequence[str]:
         """Every candidate's name, in request order (names first when both forms were sent).
 
-        A tuple given by the decoder is returned as is: the kernel's mirror remembers a tuple's
-        rows by identity, so a list sent again costs nothing per name.
+        A tuple given by the decoder is returned as is, and the names of Node objects as a tuple
+        shared with equal lists sent lately: the kernel's mirror remembers a tuple's rows by
+        identity, so a list sent again costs nothing per name.
         """
         if isinstance(self.node_names, tuple):
             return self.node_names
         if self.node_names is not None:
             return list(self.node_names)
-        return [n.name for n in self.nodes or ()]
+        if isinstance(self.nodes, WireNodes):
+            return self.nodes.names
+        return shared_names(list(map(_NAME, self.nodes or ())))
 
 
 def node_name(node: Mapping[str, Any]) -> str:
@@ -125,66 +117,16 @@ def decode_args(body: bytes) -> ExtenderArgs:
     return fast if fast is not None else _decode_whole(body)
 
 
-# --- the fast decoder -------------------------------------------------------------------------
-# msgspec decodes into these types and skips every other field without building it; msgspec.Raw
-# keeps a value's JSON bytes as sent. Field names are matched exactly, as node_name() does.
-
-
-class _Metadata(msgspec.Struct):
-    name: str | None = None
-
-
-class _Status(msgspec.Struct):
-    allocatable: dict[str, msgspec.Raw] | None = None
-
-
-class _Node(msgspec.Struct):
-    metadata: _Metadata | None = None
-    status: _Status | None = None
-
+# --- the fast decoder (rte.extender.wirenodes reads the lists) --------------------------------
 
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_ITEMS = msgspec.json.Decoder(list[msgspec.Raw] | None)
-_NODE = msgspec.json.Decoder(_Node)
-_NAMES = msgspec.json.Decoder(tuple[str, ...] | None)
-
-
-class _NameLists:
-    """The last few ``NodeNames`` lists decoded, by their JSON bytes.
-
-    kube-scheduler sends the same candidate list pod after pod (every feasible node at filter,
-    the same survivors at prioritize). Keyed by the list's bytes (hashed and compared at memory
-    speed, where comparing 5000 names one by one took 1-5 ms, most of it cache misses), a list
-    sent again is the same tuple object, which the kernel's mirror maps to rows by identity.
-    """
-
-    KEPT = 8
-
-    def __init__(self) -> None:
-        self._lists: dict[bytes, tuple[str, ...] | None] = {}
-        self._lock = threading.Lock()
-
-    def decode(self, raw: bytes) -> tuple[str, ...] | None:
-        try:
-            return self._lists[raw]
-        except KeyError:
-            pass
-        names: tuple[str, ...] | None = _NAMES.decode(raw)
-        with self._lock:
-            self._lists[raw] = names
-            while len(self._lists) > self.KEPT:
-                del self._lists[next(iter(self._lists))]
-        return names
-
-
-_NAME_LISTS = _NameLists()
+_NAME = attrgetter("name")
 
 
 def _decode_fast(body: bytes) -> ExtenderArgs | None:
-    """The arguments, reading only what is used (a whole-Node request of 5000 Nodes: 10 ms
-    instead of 40 for all of it), or None to leave the request to :func:`_decode_whole`: on
-    anything unusual (invalid JSON, a field of an unexpected type, a Node without a name), so
-    that the answer and every error are exactly its.
+    """The arguments, reading only what is used, or None to leave the request to
+    :func:`_decode_whole`: on anything unusual (invalid JSON, a field of an unexpected type, a
+    Node without a name), so that the answer and every error are exactly its.
     """
     if not body.isascii():
         try:
@@ -198,20 +140,12 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
             return None
         pod_json = bytes(pod_raw)
         pod = decode_json(pod_json, "ExtenderArgs.Pod")
-        names = None if names_raw is None else _NAME_LISTS.decode(bytes(names_raw))
-        nodes: list[WireNode] | None = None
-        if nodes_raw is not None and bytes(nodes_raw) != b"null":
-            node_list = _OBJECT.decode(nodes_raw)
-            items = node_list.get("items")
-            nodes = []
-            for raw in (_ITEMS.decode(items) if items is not None else None) or ():
-                node = _NODE.decode(raw)
-                name = node.metadata.name if node.metadata is not None else None
-                if not name:
-                    return None
-                status = node.status
-                allocatable = frozenset(status.allocatable) if status and status.allocatable else frozenset()
-                nodes.append(WireNode(name, allocatable, orjson.Fragment(bytes(raw))))
+        names = None if names_raw is None else decode_names(bytes(names_raw))
+        nodes = None
+        if nodes_raw is not None and not (len(nodes_raw) == 4 and bytes(nodes_raw) == b"null"):
+            nodes = decode_nodes(nodes_raw)
+            if nodes is None:
+                return None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, InputError):
         return None
     if not isinstance(pod, Mapping) or (names is None and nodes is None):
@@ -261,8 +195,27 @@ def filter_result(args: ExtenderArgs, passed: Sequence[str], failed: Mapping[str
         result["NodeNames"] = list(passed)
     if args.nodes is not None:
         keep = set(passed)
-        result["Nodes"] = {"metadata": {}, "items": [n.echo for n in args.nodes if n.name in keep]}
+        nodes = args.nodes
+        if isinstance(nodes, WireNodes):
+            echoes = list(compress(nodes.echoes, map(keep.__contains__, nodes.names)))
+        else:
+            echoes = [n.echo for n in nodes if n.name in keep]
+        items: Any = echoes
+        if set(map(type, echoes)) <= {msgspec.Raw}:  # as sent, between the list's brackets
+            items = orjson.Fragment(_json_list(echoes))
+        result["Nodes"] = {"metadata": {}, "items": items}
     return result
+
+
+def _json_list(texts: list[Any]) -> bytes:
+    """``[a,b,...]`` of JSON texts, built in one piece: adding the brackets to a joined answer of
+    megabytes afterwards (two more copies of it, into fresh memory) cost 5-10 ms at 5000 Nodes."""
+    if not texts:
+        return b"[]"
+    parts = [b","] * (2 * len(texts) + 1)
+    parts[0], parts[-1] = b"[", b"]"
+    parts[1::2] = texts
+    return b"".join(parts)
 
 
 def error_result(message: str) -> dict[str, Any]:

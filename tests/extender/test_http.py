@@ -508,6 +508,31 @@ def test_each_verb_call_is_timed_and_counted_by_its_status_code(env: Env) -> Non
     assert sample(after, "process_resident_memory_bytes") > 0
 
 
+def test_each_verb_answer_says_its_server_time_and_other_answers_do_not(env: Env) -> None:
+    """``Server-Timing: app;dur=<ms>, cpu;dur=<ms>``: the server's share of the round trip (see
+    bench_serve), and its thread's CPU time within it."""
+    conn = http.client.HTTPConnection("127.0.0.1", env.server.port, timeout=10)
+    try:
+        timings = []
+        for verb, args in [("filter", names_args(pod("app", APP), "worker-a")), ("prioritize", {"Pod": 1})]:
+            conn.request(
+                "POST", f"/{verb}", body=json.dumps(args), headers={"Content-Type": "application/json"}
+            )
+            response = conn.getresponse()
+            response.read()
+            timings.append(response.getheader("Server-Timing", ""))
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        assert response.getheader("Server-Timing") is None
+    finally:
+        conn.close()
+    for timing in timings:
+        metrics = dict(metric.split(";dur=") for metric in timing.split(", "))
+        assert metrics.keys() == {"app", "cpu"}, timing
+        assert 0 < float(metrics["app"]) < 10_000 and 0 <= float(metrics["cpu"]) < 10_000, timing
+
+
 def test_readiness_and_the_number_of_nodes_are_read_at_scrape_time() -> None:
     for env in _env(ready=False):
         samples = scrape(env)

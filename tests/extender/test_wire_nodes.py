@@ -1,0 +1,107 @@
+"""Whole-Node requests (``nodeCacheCapable: false``) through the fast decoder: the filter's
+answer is byte for byte the one built from the whole decoder's objects, and what the decoder
+shares between Nodes and requests (allocatable sets, the list of names) is shared by identity,
+which the kernel's dedupe and the mirror's row memo rely on."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rte.extender.wire import _decode_fast, _decode_whole, filter_result
+from rte.yamlfile import encode_json
+from tests.helpers.extender import node
+
+_ALLOCATABLE = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "pods", "hugepages-1Gi", "example.com/nic"]),
+    st.sampled_from(["1", "64Gi", "110", "0"]),
+    max_size=4,
+)
+
+
+def _body(nodes: list[dict[str, object]]) -> bytes:
+    return orjson.dumps({"Pod": {"metadata": {"name": "p"}}, "Nodes": {"metadata": {}, "items": nodes}})
+
+
+@given(
+    allocatable=st.lists(_ALLOCATABLE, min_size=0, max_size=8),
+    passing=st.lists(st.booleans(), min_size=8, max_size=8),
+    failed=st.dictionaries(st.sampled_from(["n0", "n1", "x"]), st.text(max_size=5), max_size=2),
+)
+def test_the_filter_answer_is_byte_identical_to_the_whole_decoders(
+    allocatable: list[dict[str, str]], passing: list[bool], failed: dict[str, str]
+) -> None:
+    nodes = [node(f"n{i}", a, labels={"zone": "é" if i % 2 else "a"}) for i, a in enumerate(allocatable)]
+    body = _body(nodes)
+    fast, whole = _decode_fast(body), _decode_whole(body)
+    assert fast is not None
+    passed = [n["metadata"]["name"] for n, keep in zip(nodes, passing, strict=False) if keep]
+    answer = encode_json(filter_result(fast, passed, failed))
+    assert answer == encode_json(filter_result(whole, passed, failed))
+    assert orjson.loads(answer)["Nodes"]["items"] == [n for n in nodes if n["metadata"]["name"] in passed]
+
+
+def test_nodes_listing_the_same_allocatable_names_share_one_set() -> None:
+    body = _body(
+        [
+            node("a", {"cpu": "1", "memory": "1Gi"}),
+            node("b", {"memory": "2Gi", "cpu": "8"}),  # other values and order, same names
+            node("c", {"cpu": "1"}),
+            {"metadata": {"name": "d"}},  # no status: no names, as allocatable_names() says
+            {"metadata": {"name": "e"}, "status": {"allocatable": None}},
+        ]
+    )
+    fast = _decode_fast(body)
+    assert fast is not None and fast.nodes is not None
+    a, b, c, d, e = fast.nodes
+    assert a.allocatable == {"cpu", "memory"} and a.allocatable is b.allocatable
+    assert c.allocatable == {"cpu"}
+    assert d.allocatable == e.allocatable == frozenset() and d.allocatable is e.allocatable
+    assert [(n.name, n.allocatable) for n in fast.nodes] == [
+        (n.name, n.allocatable) for n in _decode_whole(body).nodes or ()
+    ]
+
+
+def test_an_equal_node_list_gives_the_same_tuple_of_names() -> None:
+    one = _decode_fast(_body([node("a", {}), node("b", {})]))
+    two = _decode_fast(_body([node("a", {"cpu": "1"}), node("b", {})]))
+    other = _decode_fast(_body([node("b", {}), node("a", {})]))
+    assert one is not None and two is not None and other is not None
+    assert one.candidate_names() == ("a", "b") and one.candidate_names() is two.candidate_names()
+    assert other.candidate_names() == ("b", "a")
+
+
+def test_a_status_that_is_not_an_object_is_left_to_the_whole_decoder() -> None:
+    body = _body([{"metadata": {"name": "a"}, "status": None}])
+    assert _decode_fast(body) is None
+    assert [n.allocatable for n in _decode_whole(body).nodes or ()] == [frozenset()]
+
+
+def test_a_node_list_sent_again_is_the_same_decoded_list_until_two_others_came() -> None:
+    nodes = [node("a", {"cpu": "1"}), node("b", {})]
+    first = _decode_fast(_body(nodes))
+    again = _decode_fast(
+        orjson.dumps({"Pod": {"metadata": {"name": "q"}}, "Nodes": {"metadata": {}, "items": nodes}})
+    )
+    assert first is not None and again is not None and first.nodes is again.nodes
+    assert again.pod == {"metadata": {"name": "q"}}
+    changed = _decode_fast(_body([node("a", {"cpu": "2"}), node("b", {})]))
+    assert changed is not None and changed.nodes is not first.nodes
+    assert first.nodes is not None and changed.nodes is not None
+    assert list(changed.nodes) != list(first.nodes)
+    assert changed.candidate_names() is first.candidate_names()  # the same names: one tuple
+    _decode_fast(_body([node("c", {})]))  # a third list: the first is forgotten, decoded anew
+    last = _decode_fast(_body(nodes))
+    assert last is not None and last.nodes is not None
+    assert last.nodes is not first.nodes and list(last.nodes) == list(first.nodes)
+
+
+def test_decoded_nodes_read_as_a_sequence_of_wire_nodes() -> None:
+    fast = _decode_fast(_body([node("a", {"cpu": "1"}), node("b", {}), node("c", {"x": "1"})]))
+    assert fast is not None and fast.nodes is not None
+    nodes = fast.nodes
+    assert len(nodes) == 3 and [n.name for n in nodes] == ["a", "b", "c"]
+    assert nodes[1].name == "b" and nodes[-1].allocatable == {"x"}
+    assert [n.name for n in nodes[1:]] == ["b", "c"]
+    assert orjson.loads(bytes(nodes[0].echo)) == node("a", {"cpu": "1"})
