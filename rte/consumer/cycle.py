@@ -172,7 +172,7 @@ def _evaluate(
         rows = mirror.sync(names, cache, prep.pod)
         selection = None if mirror.whole else rows
         per_row = list(map(allocatable.get, names)) if allocatable else None
-        verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row)
+        verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row, memo=mirror.memo)
         fresh, has_view = mirror.table.fresh[rows], mirror.table.has_view[rows]
         views = {} if scorer is None else _load_views(cache, mirror.table, rows, verdicts.fits)
     fits = verdicts.fits
@@ -245,7 +245,7 @@ def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scor
     with mirror.lock:
         rows = mirror.sync(names, cache, prep.pod)
         selection = None if mirror.whole else rows
-        verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True)
+        verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True, memo=mirror.memo)
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
