@@ -148,22 +148,38 @@ class _FilterAnswer(msgspec.Struct):
 _ANSWER = msgspec.json.Decoder(_FilterAnswer)
 
 
-class Trip:
-    """One client's round trip on its own kept-alive connection, bodies encoded once."""
+def _pod(k: int) -> dict[str, Any]:
+    """The bench pod, or its ``k``-th copy under another name and uid (k > 0)."""
+    if not k:
+        return POD
+    return {**POD, "metadata": {**POD["metadata"], "name": f"pod-{k}", "uid": f"u-{k}"}}
 
-    def __init__(self, port: int, names: list[str], *, whole_nodes: bool = False) -> None:
+
+class Trip:
+    """One client's round trip on its own kept-alive connection, bodies encoded once.
+
+    ``pods`` > 1: each round trip sends the next of that many pods (equal but for their names),
+    as a scheduler sends a new pod each time, instead of the same pod again.
+    """
+
+    def __init__(self, port: int, names: list[str], *, whole_nodes: bool = False, pods: int = 1) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.whole_nodes = whole_nodes
         if whole_nodes:
             self.nodes = {n: _node_object(n) for n in names}
-        self.filter_body = self._body(names)
-        self._prioritize: dict[tuple[str, ...], bytes] = {}
+        self.pods = [_pod(k) for k in range(pods)] if pods > 1 else [POD]
+        self.filter_bodies = [self._body(names, pod) for pod in self.pods]
+        self._prioritize: dict[tuple[int, tuple[str, ...]], bytes] = {}
+        if pods > 1:  # every candidate passes in these benches: encoded now, not while timed
+            for k, pod in enumerate(self.pods):
+                self._prioritize[k, tuple(names)] = self._body(names, pod)
         self.passed = 0
+        self._next = 0
 
-    def _body(self, names: list[str]) -> bytes:
+    def _body(self, names: list[str], pod: dict[str, Any]) -> bytes:
         if self.whole_nodes:
-            return orjson.dumps({"Pod": POD, "Nodes": {"items": [self.nodes[n] for n in names]}})
-        return orjson.dumps({"Pod": POD, "NodeNames": names})
+            return orjson.dumps({"Pod": pod, "Nodes": {"items": [self.nodes[n] for n in names]}})
+        return orjson.dumps({"Pod": pod, "NodeNames": names})
 
     def _post(self, verb: str, body: bytes) -> bytes:
         self.conn.request("POST", f"/{verb}", body=body, headers={"Content-Type": "application/json"})
@@ -173,16 +189,18 @@ class Trip:
         return data
 
     def __call__(self) -> None:
-        result = _ANSWER.decode(self._post("filter", self.filter_body))
+        k = self._next
+        self._next = (k + 1) % len(self.pods)
+        result = _ANSWER.decode(self._post("filter", self.filter_bodies[k]))
         if self.whole_nodes:
             assert result.Nodes is not None
             passed = tuple(n.metadata.name for n in result.Nodes.items)
         else:
             assert result.NodeNames is not None
             passed = tuple(result.NodeNames)
-        body = self._prioritize.get(passed)
+        body = self._prioritize.get((k, passed))
         if body is None:
-            body = self._prioritize[passed] = self._body(list(passed))
+            body = self._prioritize[k, passed] = self._body(list(passed), self.pods[k])
         scores = orjson.loads(self._post("prioritize", body))
         assert len(scores) == len(passed)
         self.passed = len(passed)
@@ -191,16 +209,45 @@ class Trip:
         self.conn.close()
 
 
-def median_trip(port: int, names: list[str], *, whole_nodes: bool = False, trips: int = TRIPS) -> float:
-    """Seconds per round trip, median of ``trips`` after one untimed."""
-    trip = Trip(port, names, whole_nodes=whole_nodes)
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds the threads of process ``pid`` have run, to the nanosecond (Linux's
+    ``/proc/PID/task/*/schedstat``; 0 where there is none)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, IndexError, ValueError):  # a thread gone meanwhile
+            continue
+    return total / 1e9
+
+
+SERVER_CPU: dict[int, float] = {}
+"""Per server port, the server's CPU seconds per round trip in the last :func:`median_trip`:
+unlike wall time, hardly moved by other processes on a shared machine."""
+
+
+def median_trip(
+    port: int,
+    names: list[str],
+    *,
+    whole_nodes: bool = False,
+    trips: int = TRIPS,
+    pods: int = 1,
+    pid: int | None = None,
+) -> float:
+    """Seconds per round trip, median of ``trips`` after one untimed (``pods``: see :class:`Trip`;
+    pass ``trips + 1`` for every timed round trip to send a pod not sent before)."""
+    trip = Trip(port, names, whole_nodes=whole_nodes, pods=pods)
     try:
         trip()
         times = []
+        cpu = cpu_seconds(pid) if pid else 0.0
         for _ in range(trips):
             start = time.perf_counter()
             trip()
             times.append(time.perf_counter() - start)
+        if pid:
+            SERVER_CPU[port] = (cpu_seconds(pid) - cpu) / trips
         return statistics.median(times)
     finally:
         trip.close()
@@ -250,8 +297,15 @@ def measure() -> dict[str, float]:
         servers["null-stdlib"] = NullServer("stdlib")
         try:
             for key, server in servers.items():
-                out[f"{key} 500"] = median_trip(server.port, names_500)
-                out[f"{key} 5000"] = median_trip(server.port, names_all)
+                port, pid = server.port, server.proc.pid
+                for label, names, pods in (
+                    ("500", names_500, 1),
+                    ("5000", names_all, 1),
+                    ("500 new", names_500, TRIPS + 1),
+                    ("5000 new", names_all, TRIPS + 1),
+                ):
+                    out[f"{key} {label}"] = median_trip(port, names, pods=pods, pid=pid)
+                    out[f"{key} {label} cpu"] = SERVER_CPU[port]
                 out[f"{key} 5000 seq"] = throughput(server.port, names_all, 1)
                 out[f"{key} 5000 x{CLIENTS}"] = throughput(server.port, names_all, CLIENTS)
                 out[f"{key} nodes"] = median_trip(server.port, names_all, whole_nodes=True, trips=9)
@@ -343,6 +397,15 @@ def main() -> None:
         print(
             f"  {key:<12} {m[f'{key} 500'] * 1000:7.1f} {m[f'{key} 5000'] * 1000:7.1f} "
             f"{m[f'{key} nodes'] * 1000:7.1f}  {m[f'{key} 5000 seq']:9.1f} {m[f'{key} 5000 x4']:10.1f}"
+        )
+    print("  a new pod each round trip (not sent before), ms; and the server's CPU ms per round trip:")
+    head = f"cpu: {'500':>5} {'5000':>5} {'500 new':>8} {'5000 new':>8}"
+    print(f"  {'server':<12} {'500':>7} {'5000':>7}  {head}")
+    for key in ("extender", "null-rte", "null-stdlib"):
+        cpu = [m[f"{key} {label} cpu"] * 1000 for label in ("500", "5000", "500 new", "5000 new")]
+        print(
+            f"  {key:<12} {m[f'{key} 500 new'] * 1000:7.1f} {m[f'{key} 5000 new'] * 1000:7.1f}  "
+            f"     {cpu[0]:5.2f} {cpu[1]:5.2f} {cpu[2]:8.2f} {cpu[3]:8.2f}"
         )
     print(f"  extender RSS {m['rss_mib']:.0f} MiB")
     for row in _rows(m):
