@@ -173,7 +173,7 @@ def _evaluate(
         selection = None if mirror.whole else rows
         per_row = list(map(allocatable.get, names)) if allocatable else None
         verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row, memo=mirror.memo)
-        fresh, has_view = mirror.table.fresh[rows], mirror.table.has_view[rows]
+        fresh, has_view = mirror.table.fresh.take(rows), mirror.table.has_view.take(rows)
         views = {} if scorer is None else _load_views(cache, mirror.table, rows, verdicts.fits)
     fits = verdicts.fits
     marked_at = np.flatnonzero(~fits & fresh & has_view).tolist()

@@ -79,7 +79,7 @@ class PriorityEncoder:
             pairs = zip(key, scores.tolist(), strict=True)
             return encode_json(host_priorities(list(pairs)))
         parts = template.copy()
-        parts[1:-1:2] = _TAILS[_ON_SCALE[np.clip(scores, 0, MAX_SCORE)]].tolist()
+        parts[1:-1:2] = _TAILS[_ON_SCALE[np.minimum(np.maximum(scores, 0), MAX_SCORE)]].tolist()
         return b"".join(parts)
 
 

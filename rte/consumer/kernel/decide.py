@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, refusal_reason
+from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, refusal_reason
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
 from rte.consumer.kernel.zonescore import (
     allocated_scores,
     balanced_scores,
     exact_enough,
     least_numa_scores,
+    pairs_at,
 )
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
@@ -195,8 +196,8 @@ def _filter(
     numa = np.full(count, -1, np.int64)
     position = np.full(count, -1, np.int64)
     scalar = np.zeros(count, np.bool_)
-    fresh = table.fresh[selection]
-    usable = fresh & table.has_view[selection]
+    fresh = pick(table.fresh, selection)
+    usable = fresh & pick(table.has_view, selection)
     if prep.no_alignment_needed:
         fits[:] = True
         codes[:] = texts.code(filter_node(prep, None).reason)
@@ -249,7 +250,7 @@ def _allocatable_passed(
     if not checked_allocatable(prep):
         return live
     if allocatable is None:
-        distinct, inverse = np.unique(table.allocatable_code[chosen], return_inverse=True)
+        distinct, inverse = np.unique(table.allocatable_code.take(chosen), return_inverse=True)
         sets = table.allocatable_sets
         verdicts = [None if c < 0 else not_allocatable(prep, sets[c]) for c in distinct.tolist()]
     else:
@@ -272,7 +273,7 @@ def _groups(
     positions None for the usual single group, decided over the whole selection at once."""
     if not live.any():
         return []
-    codes = table.units_code[selection]
+    codes = pick(table.units_code, selection)
     present = codes[live]
     first = int(present[0])
     if (present == first).all():
@@ -306,7 +307,7 @@ class _State:
         placed = position >= 0
         if placed.any():
             k, zones = where[placed], position[placed]
-            ids = self.table.ids[rows[placed], zones]
+            ids = pairs_at(self.table.ids, rows[placed], zones)
             lookup = np.full(int(ids.max()) + 1, -1, np.int64)
             for numa_id in np.unique(ids).tolist():
                 lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
@@ -358,7 +359,7 @@ def _scores(
     if kernel.any():
         where = np.flatnonzero(kernel)
         rows, zones = chosen[where], position[where]
-        pod_scope = table.pod_scope[rows]
+        pod_scope = table.pod_scope.take(rows)
         containers = prep.init + prep.app
         for scope, req in ((True, prep.pod_request), (False, containers[0] if containers else None)):
             part = pod_scope == scope
