@@ -9,7 +9,8 @@ nothing hold a thread forever. Here:
   without blocking and buffers the head until it is complete, so a waiting connection costs a
   buffer and never a thread;
 * a fixed pool of **workers** takes complete heads: reads the body within the limits, calls the
-  handler, writes the answer, and gives a kept-alive connection back to the dispatcher.
+  handler, writes the answer, and gives a kept-alive connection back to the dispatcher, unless
+  its next request comes within ``next_request_wait`` (5 ms) while no other request waits.
 
 The limits (:class:`Limits`) follow Go's ``net/http.Server`` (``ReadHeaderTimeout``,
 ``ReadTimeout``, ``WriteTimeout``, ``IdleTimeout``; golang/go ``src/net/http/server.go``): a head
