@@ -61,6 +61,8 @@ class FilterOutcome:
 
     @cached_property
     def passed(self) -> list[str]:
+        if self._fits.all():  # the usual filter answer: every candidate
+            return list(self._names)
         return list(compress(self._names, self._fits.tolist()))
 
     @cached_property

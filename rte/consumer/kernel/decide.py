@@ -309,7 +309,7 @@ class _State:
             k, zones = where[placed], position[placed]
             ids = pairs_at(self.table.ids, rows[placed], zones)
             lookup = np.full(int(ids.max()) + 1, -1, np.int64)
-            for numa_id in np.unique(ids).tolist():
+            for numa_id in np.flatnonzero(np.bincount(ids)).tolist():  # the ids present, ascending
                 lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
             self.fits[k] = True
             self.position[k] = zones
