@@ -61,6 +61,8 @@ class FilterOutcome:
 
     @cached_property
     def passed(self) -> list[str]:
+        if self._fits.all():  # the usual filter answer: every candidate
+            return list(self._names)
         return list(compress(self._names, self._fits.tolist()))
 
     @cached_property
@@ -172,8 +174,8 @@ def _evaluate(
         rows = mirror.sync(names, cache, prep.pod)
         selection = None if mirror.whole else rows
         per_row = list(map(allocatable.get, names)) if allocatable else None
-        verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row)
-        fresh, has_view = mirror.table.fresh[rows], mirror.table.has_view[rows]
+        verdicts = decide(prep, mirror.table, selection, strategy, allocatable=per_row, memo=mirror.memo)
+        fresh, has_view = mirror.table.fresh.take(rows), mirror.table.has_view.take(rows)
         views = {} if scorer is None else _load_views(cache, mirror.table, rows, verdicts.fits)
     fits = verdicts.fits
     marked_at = np.flatnonzero(~fits & fresh & has_view).tolist()
@@ -245,7 +247,7 @@ def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scor
     with mirror.lock:
         rows = mirror.sync(names, cache, prep.pod)
         selection = None if mirror.whole else rows
-        verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True)
+        verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True, memo=mirror.memo)
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import platform
 from collections.abc import Callable
 
+import prometheus_client
+
 from rte.consumer.cache.interface import ResyncReport
 from rte.runtime.metrics import Counter, Gauge, Histogram, Registry, add_runtime_collectors
 
@@ -48,8 +50,11 @@ class ExtenderMetrics:
             "Scheduler calls by verb and HTTP status code.",
             ("verb", "code"),
         )
+        self._seconds = {verb: self.request_seconds.bound(verb=verb) for verb in VERBS}
+        self._calls: dict[tuple[str, int], prometheus_client.Counter] = {}
+        """Each (verb, code)'s counter, looked up once: label lookups per call were a few per
+        cent of a request's time in the server."""
         for verb in VERBS:
-            self.request_seconds.declare(verb=verb)
             self.requests.inc(0, verb=verb, code="200")
         self.ready = Gauge(r, "rte_extender_ready", "1 when /readyz would answer 200.")
         self.is_leader = Gauge(
@@ -91,8 +96,12 @@ class ExtenderMetrics:
         self.is_leader.set_function(lambda: 1.0 if leader() else 0.0)
 
     def record_request(self, verb: str, code: int, seconds: float) -> None:
-        self.request_seconds.observe(seconds, verb=verb)
-        self.requests.inc(verb=verb, code=str(code))
+        """One verb call; ``verb`` must be one of :data:`VERBS`."""
+        self._seconds[verb].observe(seconds)
+        calls = self._calls.get((verb, code))
+        if calls is None:
+            calls = self._calls[verb, code] = self.requests.bound(verb=verb, code=str(code))
+        calls.inc()
 
     def record_resync(self, report: ResyncReport) -> None:
         self.resyncs.inc()

@@ -42,7 +42,8 @@ from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
-from rte.extender.wire import ExtenderArgs, filter_result, host_priorities, host_priorities_json
+from rte.extender.priorities import PriorityEncoder
+from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
@@ -87,6 +88,8 @@ class ExtenderService:
         self._pods: dict[PodKey, Pod] = {}
         self._prepared: dict[bytes, PreparedPod] = {}
         """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`)."""
+        self._priorities = PriorityEncoder()
+        """Prioritize's answers, each candidate list's text prepared once."""
         self._ours: dict[PodKey, str] = {}
         """Pods whose reservation the pod watch made: key -> node."""
         self.nrt_synced = threading.Event()
@@ -211,13 +214,14 @@ class ExtenderService:
         return host_priorities(scores)
 
     def prioritize_json(self, args: ExtenderArgs) -> bytes:
-        """:meth:`prioritize`'s answer as JSON, encoded straight from the scores' column."""
+        """:meth:`prioritize`'s answer as JSON, encoded straight from the scores' column
+        (:mod:`rte.extender.priorities`)."""
         prep = self._prepare(args)
         names = args.candidate_names()
         scores = score_columns(prep, names, self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
-        return host_priorities_json(names, scores)
+        return self._priorities.encode(names, scores)
 
     # --- pods ----------------------------------------------------------------------------
 

@@ -36,6 +36,24 @@ _INLINE_BODY = 64 * 1024
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one connection and one request may cost; the defaults suit probes and small JSON."""
+
+    max_body: int = 1 * MiB
+    max_head: int = 64 * 1024
+    header_timeout: float = 10.0
+    read_timeout: float = 30.0
+    write_timeout: float = 30.0
+    idle_timeout: float = 120.0
+    workers: int = 4
+    max_connections: int = 256
+    next_request_wait: float = 0.005
+    """Seconds a worker that answered waits for the connection's next request (kube-scheduler
+    sends prioritize right after filter's answer) before giving it back to the dispatcher; only
+    while no other request waits for a worker. 0: never."""
+
+
+@dataclass(frozen=True)
 class HttpRequest:
     method: str
     path: str
@@ -97,12 +115,16 @@ class ClientGone(Exception):
 
 
 def head_end(buf: bytearray) -> int:
-    """The index just past the blank line that ends a request head, or -1."""
-    ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n") if (i := buf.find(sep)) >= 0]
-    if not ends:
-        return -1
-    i, n = min(ends)
-    return i + n
+    """The index just past the blank line that ends a request head, or -1.
+
+    The buffer may hold a body after the head (up to 64 KiB): ``\n\n`` is looked for only
+    before the first ``\r\n\r\n``, not through the whole body.
+    """
+    crlf = buf.find(b"\r\n\r\n")
+    lf = buf.find(b"\n\n", 0, len(buf) if crlf < 0 else crlf + 1)
+    if lf >= 0:
+        return lf + 2
+    return -1 if crlf < 0 else crlf + 4
 
 
 class BodyReader:
@@ -169,6 +191,26 @@ class BodyReader:
         return bytes(self._buf)
 
 
+def wait_for_head(sock: socket.socket, buf: bytearray, deadline: float, max_head: int) -> bool:
+    """Read into ``buf`` until it holds a whole request head (True), or until ``deadline``, the
+    peer's close or error, or ``max_head`` bytes (False: what came stays in ``buf``)."""
+    while len(buf) <= max_head:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            data = sock.recv(64 * 1024)
+        except OSError:  # timed out (TLS's errors included) or gone: the dispatcher sees which
+            return False
+        if not data:
+            return False
+        buf += data
+        if head_end(buf) >= 0:
+            return True
+    return False
+
+
 def parse_head(head: bytes) -> tuple[str, str, str, Message]:
     line, _, rest = head.lstrip(b"\r\n").partition(b"\n")
     parts = line.rstrip(b"\r").decode("latin-1").split(" ")
@@ -177,11 +219,42 @@ def parse_head(head: bytes) -> tuple[str, str, str, Message]:
     method, target, version = parts
     if version not in ("HTTP/1.1", "HTTP/1.0"):
         raise HttpError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"{version[:20]!r} is not HTTP/1.0 or 1.1")
-    try:
-        headers = http.client.parse_headers(io.BytesIO(rest))
-    except http.client.HTTPException as e:
-        raise HttpError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, f"bad header block: {e}") from e
+    headers = _plain_fields(rest)
+    if headers is None:
+        try:
+            headers = http.client.parse_headers(io.BytesIO(rest))
+        except http.client.HTTPException as e:
+            raise HttpError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, f"bad header block: {e}") from e
     return method, target, version, headers
+
+
+_PLAIN_FIELD = re.compile(rb"[\x21-\x39\x3b-\x7e]+:[^\r\n]*\r?")
+"""A header line ``http.client.parse_headers`` reads as one field: a name of printable ASCII
+without a colon, then the value up to the line's end (no continuation, no stray CR)."""
+_MAX_FIELDS = 99
+"""``parse_headers`` refuses a block of more than 100 lines, the blank one included."""
+_MAX_PLAIN = 65536
+"""Longer blocks are left to ``parse_headers``, which refuses a line longer than that."""
+
+
+def _plain_fields(rest: bytes) -> Message | None:
+    """The header block as ``http.client.parse_headers`` would read it, when every line is a
+    plain field (what clients send), at a fraction of the email parser's cost; None otherwise,
+    for ``parse_headers`` to decide. Its reading, per field: the name up to the first colon, the
+    value with leading blanks and the line end stripped (``email.policy.compat32``)."""
+    if len(rest) > _MAX_PLAIN:
+        return None
+    lines = rest.split(b"\n")
+    fields = lines[:-2]
+    if lines[-1] or lines[-2] not in (b"", b"\r") or len(fields) > _MAX_FIELDS:
+        return None
+    headers = http.client.HTTPMessage()
+    for field in fields:
+        if not _PLAIN_FIELD.fullmatch(field):
+            return None
+        name, _, value = field.decode("latin-1").partition(":")
+        headers[name] = value.lstrip(" \t").rstrip("\r\n")
+    return headers
 
 
 def keeps_alive(version: str, headers: Message) -> bool:
@@ -225,6 +298,16 @@ def expects_continue(version: str, headers: Message) -> bool:
     return version == "HTTP/1.1" and str(headers.get("Expect", "")).lower() == "100-continue"
 
 
+def send_continue(sock: socket.socket, version: str, headers: Message, timeout: float) -> None:
+    """Answer ``Expect: 100-continue`` before a body is read (nothing when not asked)."""
+    if expects_continue(version, headers):
+        sock.settimeout(timeout)
+        try:
+            sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        except OSError as e:
+            raise ClientGone(f"{type(e).__name__} while sending 100 Continue") from e
+
+
 def _chunked(reader: BodyReader, limit: int) -> bytes:
     parts: list[bytes] = []
     total = 0
@@ -246,18 +329,39 @@ def _chunked(reader: BodyReader, limit: int) -> bytes:
             raise HttpError(HTTPStatus.BAD_REQUEST, "malformed chunked body: chunk longer than its size")
 
 
+def _phrase(status: int) -> str:
+    phrase = _PHRASES.get(status)
+    if phrase is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        _PHRASES[status] = phrase
+    return phrase
+
+
+_PHRASES: dict[int, str] = {}
+_DATE: list[tuple[int, str]] = [(-1, "")]
+
+
+def _date() -> str:
+    """The ``Date`` header's value, formatted once per second (it has a second's resolution)."""
+    now = time.time()
+    second, text = _DATE[0]
+    if int(now) != second:
+        text = email.utils.formatdate(now, usegmt=True)
+        _DATE[0] = (int(now), text)
+    return text
+
+
 def encode_response(
     response: Response, *, server: str, keep_alive: bool, head_only: bool = False, version: str = "HTTP/1.1"
 ) -> tuple[bytes, bytes]:
     """The status line and headers (with the body when small), and the rest of the body."""
-    try:
-        phrase = HTTPStatus(response.status).phrase
-    except ValueError:
-        phrase = ""
     lines = [
-        f"HTTP/1.1 {response.status} {phrase}",
+        f"HTTP/1.1 {response.status} {_phrase(response.status)}",
         f"Server: {server}",
-        f"Date: {email.utils.formatdate(usegmt=True)}",
+        f"Date: {_date()}",
         f"Content-Type: {response.content_type}",
         f"Content-Length: {len(response.body)}",
         *(f"{name}: {value}" for name, value in response.headers),

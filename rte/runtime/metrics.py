@@ -69,6 +69,10 @@ class Counter:
         """Raises ValueError for a negative amount or labels other than the family's."""
         self._child(labels).inc(amount)
 
+    def bound(self, **labels: str) -> prometheus_client.Counter:
+        """The series of ``labels``, to ``inc()`` on a hot path without looking it up each time."""
+        return self._child(labels)
+
     def value(self, **labels: str) -> float:
         return self._registry.get_sample_value(self._sample, _labels(labels)) or 0.0
 
@@ -109,6 +113,10 @@ class Histogram:
 
     def observe(self, value: float, **labels: str) -> None:
         (self._metric.labels(**_labels(labels)) if labels else self._metric).observe(value)
+
+    def bound(self, **labels: str) -> prometheus_client.Histogram:
+        """The series of ``labels``, to ``observe()`` on a hot path without looking it up each time."""
+        return self._metric.labels(**_labels(labels)) if labels else self._metric
 
     def declare(self, **labels: str) -> None:
         """Expose the series for ``labels`` (all buckets at 0) before its first observation."""

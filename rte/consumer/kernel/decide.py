@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, refusal_reason
+from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, refusal_reason
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
 from rte.consumer.kernel.zonescore import (
     allocated_scores,
     balanced_scores,
     exact_enough,
     least_numa_scores,
+    pairs_at,
 )
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
@@ -106,13 +107,82 @@ def decide(
     *,
     allocatable: Sequence[Collection[str] | None] | None = None,
     score_failed: bool = False,
+    memo: DecisionMemo | None = None,
 ) -> Verdicts:
     """Filter (and, with ``strategy``, Score) ``prep`` on the table's ``rows`` (None: every row).
 
     ``allocatable`` gives, per selected row, the names of the Node's allocatable resources (None
     where unknown); without it the table's own column is read. Score is computed where Filter
-    passes, or everywhere with ``score_failed`` (what a prioritize request asks).
+    passes, or everywhere with ``score_failed`` (what a prioritize request asks). ``memo``
+    (the table's, see :class:`DecisionMemo`) may answer Filter's half.
     """
+    if memo is not None and allocatable is None:
+        f = memo.filtered(prep, table, rows)
+    else:
+        f = _filter(prep, table, rows, allocatable)
+    scores = None
+    if strategy is not None:
+        target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
+        scores = _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
+    return Verdicts(table.names, f.chosen, f.fits, f.codes, f.texts, f.numa, scores, f.scalar_rows)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Filtered:
+    """Filter's half of a decision (never written to once made: a memo may hand it out again)."""
+
+    chosen: Ints
+    fits: Bools
+    codes: Ints
+    texts: Sequence[str]
+    numa: Ints
+    position: Ints
+    """The zone slot the kernel admitted the pod to, -1 where it did not decide a fit."""
+    usable: Bools
+    scalar_rows: int
+
+
+class DecisionMemo:
+    """Filter's half of the last few decisions on one table, by pod and rows, while the table
+    is unchanged.
+
+    kube-scheduler sends prioritize, right after filter, the same pod and (when every candidate
+    passed) the same candidates: the extender's mirror (:mod:`.mirror`) then gives the same rows
+    array, and if no row was rewritten meanwhile (:attr:`NodeTable.generation`), Filter's
+    verdicts and zones are those just computed; only Score runs. Entries are matched by the
+    identity of the prepared pod and of the rows array, both held here (so neither identity can
+    pass to another object), and what they hold is read-only. Use under the lock that
+    serialises the table.
+    """
+
+    def __init__(self, table: NodeTable, kept: int = 4) -> None:
+        self.table = table
+        self.kept = kept
+        self._entries: list[tuple[PreparedPod, object, int, _Filtered]] = []
+        self.hits = 0
+
+    def filtered(self, prep: PreparedPod, table: NodeTable, rows: Sequence[int] | Ints | None) -> _Filtered:
+        if table is not self.table:
+            raise ValueError("a decision memo serves the one table it was made for")
+        generation = table.generation
+        for p, r, g, f in self._entries:
+            if p is prep and r is rows and g == generation:
+                self.hits += 1
+                return f
+        f = _filter(prep, table, rows, None)
+        for array in (f.chosen, f.fits, f.codes, f.numa, f.position, f.usable):
+            array.flags.writeable = False  # shared by every decision the entry answers
+        current = [e for e in self._entries if e[2] == generation]
+        self._entries = [*current[max(0, len(current) - self.kept + 1) :], (prep, rows, generation, f)]
+        return f
+
+
+def _filter(
+    prep: PreparedPod,
+    table: NodeTable,
+    rows: Sequence[int] | Ints | None,
+    allocatable: Sequence[Collection[str] | None] | None,
+) -> _Filtered:
     if rows is None:
         selection: Selection = slice(0, table.size)
         chosen = np.arange(table.size, dtype=np.int64)
@@ -126,8 +196,8 @@ def decide(
     numa = np.full(count, -1, np.int64)
     position = np.full(count, -1, np.int64)
     scalar = np.zeros(count, np.bool_)
-    fresh = table.fresh[selection]
-    usable = fresh & table.has_view[selection]
+    fresh = pick(table.fresh, selection)
+    usable = fresh & pick(table.has_view, selection)
     if prep.no_alignment_needed:
         fits[:] = True
         codes[:] = texts.code(filter_node(prep, None).reason)
@@ -156,11 +226,8 @@ def decide(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    scores = None
-    if strategy is not None:
-        target = np.ones(count, np.bool_) if score_failed else fits
-        scores = _scores(prep, strategy, table, chosen, target, usable, position)
-    return Verdicts(table.names, chosen, fits, codes, texts.items, numa, scores, int(scalar.sum()))
+    scalar_rows = int(scalar.sum())
+    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar_rows)
 
 
 def _allocatable_of(
@@ -183,7 +250,7 @@ def _allocatable_passed(
     if not checked_allocatable(prep):
         return live
     if allocatable is None:
-        distinct, inverse = np.unique(table.allocatable_code[chosen], return_inverse=True)
+        distinct, inverse = np.unique(table.allocatable_code.take(chosen), return_inverse=True)
         sets = table.allocatable_sets
         verdicts = [None if c < 0 else not_allocatable(prep, sets[c]) for c in distinct.tolist()]
     else:
@@ -206,7 +273,7 @@ def _groups(
     positions None for the usual single group, decided over the whole selection at once."""
     if not live.any():
         return []
-    codes = table.units_code[selection]
+    codes = pick(table.units_code, selection)
     present = codes[live]
     first = int(present[0])
     if (present == first).all():
@@ -240,9 +307,9 @@ class _State:
         placed = position >= 0
         if placed.any():
             k, zones = where[placed], position[placed]
-            ids = self.table.ids[rows[placed], zones]
+            ids = pairs_at(self.table.ids, rows[placed], zones)
             lookup = np.full(int(ids.max()) + 1, -1, np.int64)
-            for numa_id in np.unique(ids).tolist():
+            for numa_id in np.flatnonzero(np.bincount(ids)).tolist():  # the ids present, ascending
                 lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
             self.fits[k] = True
             self.position[k] = zones
@@ -292,7 +359,7 @@ def _scores(
     if kernel.any():
         where = np.flatnonzero(kernel)
         rows, zones = chosen[where], position[where]
-        pod_scope = table.pod_scope[rows]
+        pod_scope = table.pod_scope.take(rows)
         containers = prep.init + prep.app
         for scope, req in ((True, prep.pod_request), (False, containers[0] if containers else None)):
             part = pod_scope == scope

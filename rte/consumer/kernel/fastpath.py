@@ -23,6 +23,7 @@ left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,6 +43,18 @@ MAX_PATTERN_ENTRIES = 31
 """Refusal patterns take two bits per hinted resource in an int64."""
 
 
+_Column = TypeVar("_Column", Ints, Bools)
+
+
+def pick(column: _Column, selection: Selection) -> _Column:
+    """The selected rows of a column or matrix: a view for a slice, else gathered with ``take``
+    (a quarter of fancy indexing's time: 17 µs instead of 75 for 5000 rows of 8 zones), which
+    matters when the candidates are not the table's rows in order, as kube-scheduler's are not."""
+    if isinstance(selection, slice):
+        return column[selection]
+    return column.take(selection, axis=0)
+
+
 def selection_size(table: NodeTable, selection: Selection) -> int:
     if isinstance(selection, slice):
         return len(range(*selection.indices(table.size)))
@@ -53,7 +66,7 @@ def available(table: NodeTable, name: str, selection: Selection, rows: int) -> I
     matrix = table.available.get(name)
     if matrix is None:
         return np.full((rows, table.width), ABSENT, np.int64)
-    return matrix[selection]
+    return pick(matrix, selection)
 
 
 def has_topology(table: NodeTable, name: str, selection: Selection, rows: int) -> Bools:
@@ -61,8 +74,8 @@ def has_topology(table: NodeTable, name: str, selection: Selection, rows: int) -
     have an unknown NUMA node (hinted, though toward no mask)."""
     listed = table.listed.get(name)
     unknown = table.unknown_numa.get(name)
-    out = np.zeros(rows, np.bool_) if listed is None else listed[selection]
-    return out if unknown is None else out | unknown[selection]
+    out = np.zeros(rows, np.bool_) if listed is None else pick(listed, selection)
+    return out if unknown is None else out | pick(unknown, selection)
 
 
 def nothing_asked(units: tuple[AdmissionUnit, ...]) -> frozenset[str] | None:
@@ -100,12 +113,13 @@ def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionU
     """The kernel's verdicts on ``selection``, rows whose units are ``units`` (live rows: a fresh
     view, the node-allocatable check passed)."""
     rows = selection_size(table, selection)
-    policy = table.policy[selection]
+    policy = pick(table.policy, selection)
     nothing = np.zeros(rows, np.bool_)
     devices = nothing_asked(units)
     if devices is not None:
-        nothing = (table.zone_count[selection] >= 1) & (policy >= 0)
-        nothing &= (policy == _NONE) | (table.zone_count[selection] <= MAX_ENUMERATED_ZONES)
+        zone_count = pick(table.zone_count, selection)
+        nothing = (zone_count >= 1) & (policy >= 0)
+        nothing &= (policy == _NONE) | (zone_count <= MAX_ENUMERATED_ZONES)
         for name in devices:
             nothing &= ~has_topology(table, name, selection, rows)
     position = np.full(rows, -1, np.int64)
@@ -131,8 +145,8 @@ Entry = tuple[str, int, Bools | None, Bools | None]
 def _single_unit(
     table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
 ) -> GroupOutcome:
-    eligible = table.exact[selection] & ~table.memory_groups[selection]
-    eligible &= (policy == _SINGLE) | ((policy == _RESTRICTED) & ~table.prefer_closest[selection])
+    eligible = pick(table.exact, selection) & ~pick(table.memory_groups, selection)
+    eligible &= (policy == _SINGLE) | ((policy == _RESTRICTED) & ~pick(table.prefer_closest, selection))
     cpus, memory_items = unit.cpus, unit.memory_items
     hinted = np.full(rows, bool(cpus or memory_items))
     entries: list[Entry] = []
@@ -158,13 +172,13 @@ def _single_unit(
             fit = constraint if fit is None else fit & constraint
         entries.append((resource, amount, topology, holds))
     if fit is None:
-        fit = table.ids[selection] >= 0
+        fit = pick(table.ids, selection) >= 0
     any_fit = fit.any(axis=1)
     eligible &= hinted
     success = eligible & any_fit
-    threads = table.smt_threads[selection]
+    threads = pick(table.smt_threads, selection)
     if cpus and threads.any():
-        physical = table.smt_physical[selection]
+        physical = pick(table.smt_physical, selection)
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
     position = np.where(success, fit.argmax(axis=1), -1)

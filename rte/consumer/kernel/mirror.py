@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeGuard
 import numpy as np
 
 from rte.consumer.cache.interface import BatchedCache, Cursor, Lookup
+from rte.consumer.kernel.decide import DecisionMemo
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod
@@ -44,6 +45,8 @@ class CacheMirror:
 
     def __init__(self) -> None:
         self.table = NodeTable()
+        self.memo = DecisionMemo(self.table)
+        """Filter's half of the last decisions on :attr:`table` (prioritize after filter)."""
         self.lock = threading.Lock()
         """Held while syncing and deciding: the table is rewritten in place."""
         self.cursor: Cursor | None = None

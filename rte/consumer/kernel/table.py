@@ -93,6 +93,8 @@ class NodeTable:
         self.width = max(width, 1)
         self.capacity = max(capacity, 1)
         self.size = 0
+        self.generation = 0
+        """Counts the writes: equal generations, equal contents (memos of decisions check it)."""
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.views: list[NumaView | None] = []
@@ -152,6 +154,7 @@ class NodeTable:
 
     def _resize(self, rows: int, width: int) -> None:
         """Grow to ``rows`` rows and ``width`` zone slots (never shrinks)."""
+        self.generation += 1
         self.ids = _grown(self.ids, rows, width, ABSENT)  # type: ignore[assignment]
         self.at_minimum = _grown(self.at_minimum, rows, width, False)  # type: ignore[assignment]
         for matrices, fill in ((self.available, ABSENT), (self.fractional, False)):
@@ -209,6 +212,7 @@ class NodeTable:
         if row is not None:
             return row
         row = self.size
+        self.generation += 1
         if row == self.capacity:
             # By a quarter, not double: the spare rows are filled (resident) columns, 5 MiB at
             # 20 000 nodes when doubled; resizes stay amortised O(1) per row.
@@ -231,6 +235,7 @@ class NodeTable:
         """(Re)write ``row`` from ``view`` (None: the node has no NRT). When the row holds a view
         that ``view`` differs from in amounts only (reservations added or removed), only the
         amounts are written."""
+        self.generation += 1
         old = self.views[row]
         if view is not None and old is not None and same_shape(row_data(old), view):
             self._put_amounts(row, view, fresh, allocatable)
@@ -313,6 +318,7 @@ class NodeTable:
         conversion, much faster than row by row (a later duplicate row wins, as with :meth:`put`)."""
         if not rows:
             return
+        self.generation += 1
         data = [None if v is None else row_data(v) for v in views]
         width = max([self.width, *(len(d.ids) for d in data if d is not None)])
         if width > self.width:

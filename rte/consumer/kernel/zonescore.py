@@ -18,11 +18,15 @@ Where the kernel admitted a pod's single unit to one zone, the scalar path
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 import numpy as np
 
 from rte.consumer.kernel.table import EXACT_LIMIT, Bools, Ints, NodeTable
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
 from rte.consumer.score import Weighted
+
+_Matrix = TypeVar("_Matrix", Ints, Bools)
 
 
 def exact_enough(weighted: Weighted) -> bool:
@@ -32,7 +36,13 @@ def exact_enough(weighted: Weighted) -> bool:
 
 
 def _clamp(scores: Ints) -> Ints:
-    return np.clip(scores, MIN_SCORE, MAX_SCORE)
+    return np.minimum(np.maximum(scores, MIN_SCORE), MAX_SCORE)  # np.clip's checks cost more
+
+
+def pairs_at(matrix: _Matrix, rows: Ints, zones: Ints) -> _Matrix:
+    """``matrix[rows, zones]``, gathered from the flat C-ordered matrix with ``take`` (a few
+    times faster than indexing with two arrays)."""
+    return cast(_Matrix, matrix.take(rows * matrix.shape[1] + zones))
 
 
 def _amounts(table: NodeTable, name: str, rows: Ints, zones: Ints) -> tuple[Ints, Ints, Bools]:
@@ -41,11 +51,11 @@ def _amounts(table: NodeTable, name: str, rows: Ints, zones: Ints) -> tuple[Ints
     if matrix is None:
         zero = np.zeros(len(rows), np.int64)
         return zero, zero, np.zeros(len(rows), np.bool_)
-    floor = np.maximum(matrix[rows, zones], 0)
+    floor = np.maximum(pairs_at(matrix, rows, zones), 0)
     flags = table.fractional.get(name)
     if flags is None:
         return floor, floor, np.zeros(len(rows), np.bool_)
-    rounded = flags[rows, zones]
+    rounded = pairs_at(flags, rows, zones)
     return floor, floor + rounded, rounded
 
 
@@ -103,6 +113,6 @@ def balanced_scores(table: NodeTable, rows: Ints, zones: Ints, weighted: Weighte
 
 def least_numa_scores(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
     """LeastNUMANodes of a pod admitted to one zone (:func:`rte.consumer.least_numa.normalize`)."""
-    step = MAX_SCORE // table.max_numa_nodes[rows]
-    bonus = np.where(table.at_minimum[rows, zones], step // 2, 0)
+    step = MAX_SCORE // table.max_numa_nodes.take(rows)
+    bonus = np.where(pairs_at(table.at_minimum, rows, zones), step // 2, 0)
     return _clamp(MAX_SCORE - step + bonus)

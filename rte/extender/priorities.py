@@ -1,0 +1,104 @@
+"""A prioritize answer's JSON from a column of scores, with the per-node text prepared once per
+candidate list.
+
+kube-scheduler sends prioritize the nodes that passed filter, and for pod after pod that is
+mostly the same list. The answer, a ``HostPriorityList``
+(``[{"Host":"NAME","Score":N},...]``, kubernetes ``staging/src/k8s.io/kube-scheduler/extender/v1``),
+is each name between constant pieces and a score of 0..10. So the bytes up to each score
+(``,{"Host":"NAME","Score":``) are encoded once per list and kept for the last few lists; an
+answer is then one ``bytes.join`` of those pieces interleaved with the scores' pre-encoded tails.
+At 5000 candidates that is about a tenth of building each entry as a string per request (which
+was 40 % of the server's time per round trip at 5000 candidates).
+
+The bytes are those of ``encode_json(host_priorities(...))`` exactly (the tests hold the two
+equal). A list holding a name that JSON must escape (node names are DNS subdomains, which never
+do) or that is not valid UTF-8 text is encoded the plain way.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rte.consumer.nodescore import MAX_SCORE
+from rte.extender.wire import MAX_EXTENDER_PRIORITY, extender_score, host_priorities
+from rte.yamlfile import encode_json
+
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+"""What orjson escapes in a string; a name free of these is its own JSON text between quotes."""
+
+_ON_SCALE = np.array([extender_score(s) for s in range(MAX_SCORE + 1)], np.int64)
+_TAILS = np.array([b"%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)] + [b""], dtype=object)[:-1]
+"""Per score on the extender's scale, the bytes that end its entry (an object array, so that a
+column of scores picks its tails in one indexing)."""
+
+LISTS_KEPT = 8
+"""Candidate lists whose pieces are kept (a list of 5000 names: about 0.5 MB)."""
+
+Scores = np.ndarray[Any, np.dtype[np.int64]]
+
+
+class PriorityEncoder:
+    """Encodes ``HostPriorityList`` answers; thread-safe, remembers the last :data:`LISTS_KEPT` lists."""
+
+    def __init__(self, kept: int = LISTS_KEPT) -> None:
+        self.kept = kept
+        self._lock = threading.Lock()
+        self._templates: dict[tuple[str, ...], list[bytes] | None] = {}
+        """Per candidate list: the answer's pieces with every score's place empty (None: the
+        list must be encoded the plain way)."""
+        self._by_id: dict[int, tuple[tuple[str, ...], list[bytes] | None]] = {}
+        """The same by the identity of the sequence given (checked to be the one remembered)."""
+
+    def encode(self, names: Sequence[str], scores: Scores) -> bytes:
+        """The JSON of :func:`~rte.extender.wire.host_priorities` of ``zip(names, scores)``,
+        scores given on our 0..100 scale."""
+        if not names:
+            return b"[]"
+        # The decoder gives a list sent again as the very same tuple: found by identity first.
+        same = self._by_id.get(id(names))
+        if same is not None and same[0] is names:
+            key, template = same
+        else:
+            key = names if isinstance(names, tuple) else tuple(names)
+            try:
+                template = self._templates[key]
+            except KeyError:  # never seen, or pushed out (by another thread, even just now)
+                template = _template(key)
+            with self._lock:
+                self._templates[key] = template
+                if key is names:  # a tuple, held here: its id stays its own
+                    self._by_id[id(names)] = (key, template)
+                _keep_few(self._templates, self.kept)
+                _keep_few(self._by_id, self.kept)
+        if template is None:
+            pairs = zip(key, scores.tolist(), strict=True)
+            return encode_json(host_priorities(list(pairs)))
+        parts = template.copy()
+        parts[1:-1:2] = _TAILS[_ON_SCALE[np.minimum(np.maximum(scores, 0), MAX_SCORE)]].tolist()
+        return b"".join(parts)
+
+
+def _keep_few(memo: dict[Any, Any], kept: int) -> None:
+    while len(memo) > kept:
+        del memo[next(iter(memo))]
+
+
+def _template(names: tuple[str, ...]) -> list[bytes] | None:
+    """``[prefix0, <score 0>, prefix1, <score 1>, ..., b"]"]`` with empty scores; None when a
+    name needs escaping or cannot be encoded."""
+    if _ESCAPED.search("".join(names)):
+        return None
+    try:
+        encoded = [name.encode() for name in names]
+    except UnicodeEncodeError:  # a lone surrogate: orjson refuses it, json escapes it
+        return None
+    parts: list[bytes] = [b""] * (2 * len(encoded) + 1)
+    parts[0:-1:2] = [b',{"Host":"' + name + b'","Score":' for name in encoded]
+    parts[0] = b"[" + parts[0][1:]
+    parts[-1] = b"]"
+    return parts
