@@ -442,7 +442,8 @@ def _rows(m: dict[str, float]) -> list[Row]:
         Row(
             "extender round trip with a new pod each time, 500 | 5000 candidates",
             f"{1 / m['extender 500 new']:.0f} | {1 / m['extender 5000 new']:.0f} pods/s "
-            f"(server CPU {m['extender 500 new cpu'] * 1000:.1f} | {m['extender 5000 new cpu'] * 1000:.1f} ms)",
+            f"(server CPU {m['extender 500 new cpu'] * 1000:.1f} | "
+            f"{m['extender 5000 new cpu'] * 1000:.1f} ms)",
             "-",
             None,
         ),

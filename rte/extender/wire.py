@@ -21,7 +21,6 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -29,13 +28,12 @@ from operator import attrgetter
 from typing import Any
 
 import msgspec
-import numpy as np
 import orjson
 
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
 from rte.extender.wirenodes import WireNode, WireNodes, decode_names, decode_nodes, shared_names
-from rte.yamlfile import decode_json, encode_json
+from rte.yamlfile import decode_json
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -235,7 +233,6 @@ def host_priority(node: str, score: int) -> dict[str, Any]:
 
 
 _ON_EXTENDER_SCALE = [extender_score(s) for s in range(MAX_SCORE + 1)]
-_ON_EXTENDER_SCALE_ARRAY = np.array(_ON_EXTENDER_SCALE, np.int64)
 
 
 def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -246,27 +243,3 @@ def host_priorities(scores: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
         {"Host": node, "Score": table[score] if 0 <= score <= MAX_SCORE else extender_score(score)}
         for node, score in scores
     ]
-
-
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
-"""What orjson escapes in a string; a name free of these is its own JSON text between quotes."""
-_SCORE_TAILS = [f'","Score":{s}}}' for s in range(MAX_EXTENDER_PRIORITY + 1)]
-
-
-def host_priorities_json(names: Sequence[str], scores: np.ndarray[Any, np.dtype[np.int64]]) -> bytes:
-    """The JSON of :func:`host_priorities` of ``zip(names, scores)``, byte for byte, with no
-    Python object per node but two strings: the scale is taken for the whole column at once
-    (clamped first, as :func:`extender_score` does) and each entry is its name between constant
-    pieces. Node names never need escaping (DNS subdomains); a list holding one that does is
-    encoded the plain way. At 5000 candidates about 1 ms, where a dictionary per node cost 2-6 ms
-    (and, as containers, wake the garbage collector every 700).
-    """
-    on_scale = _ON_EXTENDER_SCALE_ARRAY[np.clip(scores, 0, MAX_SCORE)].tolist()
-    if not _ESCAPED.search("".join(names)):
-        heads = map('{"Host":"'.__add__, names)
-        entries = map(str.__add__, heads, map(_SCORE_TAILS.__getitem__, on_scale))
-        try:
-            return ("[" + ",".join(entries) + "]").encode()
-        except UnicodeEncodeError:  # a lone surrogate: orjson refuses it, json escapes it
-            pass
-    return encode_json([{"Host": node, "Score": score} for node, score in zip(names, on_scale, strict=True)])

@@ -2,8 +2,8 @@
 
 Three shortcuts keep a round trip's cost off the per-node Python work (issue #13): a candidate
 list sent again decodes to the very same tuple (the kernel's mirror then maps it to rows by
-identity); a pod sent again (filter then prioritize) is prepared once; prioritize's answer is
-encoded from the scores' column. Each is checked against the path without it.
+identity); a pod sent again (filter then prioritize) is prepared once. Each is checked against
+the path without it (prioritize's prepared answers: ``test_priorities.py``).
 """
 
 from __future__ import annotations
@@ -11,40 +11,18 @@ from __future__ import annotations
 from email.message import Message
 from typing import Any
 
-import numpy as np
 import orjson
-from hypothesis import given
-from hypothesis import strategies as st
 
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import ADDED, NRTStore
 from rte.extender.server import StateSnapshots, extender_handler
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
-from rte.extender.wire import decode_args, host_priorities, host_priorities_json
+from rte.extender.wire import decode_args
 from rte.runtime.httpwire import HttpRequest
-from rte.yamlfile import encode_json
 from tests.helpers.extender import GI, PROFILE, nrt, pod
 
 NAMES = [f"w-{i}" for i in range(12)]
-
-
-@given(
-    st.lists(
-        st.tuples(st.text(min_size=1, max_size=8), st.integers(min_value=-(2**40), max_value=2**40)),
-        max_size=20,
-    )
-)
-def test_prioritize_json_is_the_encoding_of_host_priorities(pairs: list[tuple[str, int]]) -> None:
-    names = [n for n, _ in pairs]
-    scores = np.array([s for _, s in pairs], np.int64)
-    assert host_priorities_json(names, scores) == encode_json(host_priorities(pairs))
-
-
-def test_a_lone_surrogate_name_is_encoded_as_json_would() -> None:
-    names, scores = ["a\ud800", "b"], np.array([100, 7], np.int64)
-    expected = encode_json(host_priorities(list(zip(names, scores.tolist(), strict=True))))
-    assert host_priorities_json(names, scores) == expected
 
 
 def test_a_candidate_list_sent_again_is_the_same_tuple_and_another_list_is_not() -> None:
