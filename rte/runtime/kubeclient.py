@@ -21,7 +21,8 @@ The client's defaults do not suit a daemon that runs for months, so every client
   every request, like client-go's QPS/burst, so a bug that loops cannot hammer the apiserver.
 
 Every failure is one :class:`~rte.errors.ConfigError` naming the kubeconfig (and context) or the
-in-cluster source. The ``kubernetes`` package is imported only when a client is built.
+in-cluster source. The ``kubernetes`` package is imported only when a client is built, and then
+only its ``client`` and ``config`` parts (:mod:`rte.runtime.kubeimport`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 from rte import __version__
 from rte.errors import ConfigError
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
 from rte.runtime.ratelimit import TokenBucket
 
 
@@ -119,6 +121,8 @@ def load_api_client(
     """
     import urllib3
     import yaml
+
+    kubernetes_parts_on_demand()  # before the first kubernetes import of the process
     from kubernetes import client, config
 
     path = _pick(kubeconfig, sources)
@@ -166,6 +170,8 @@ def default_namespace(
     kubeconfig's current context); in a pod, the service account's namespace.
     """
     import yaml
+
+    kubernetes_parts_on_demand()
     from kubernetes import config
 
     path = _pick(kubeconfig, sources)
