@@ -8,7 +8,11 @@ index must already be warm: built before ``/readyz`` said ready), the median of 
 and the process's RSS. Baseline in the same run: the same file read by PyYAML's C loader is not
 run (218 s at 5000 NRTs before this bench existed); the decoder's share is shown instead.
 
-Run: ``python -m bench.bench_serve_start [--nodes N ...]``.
+The cluster path (``--kubeconfig`` or in-cluster) imports the ``kubernetes`` client besides;
+:func:`client_import` measures that import as the extender does it (its ``client`` and ``config``
+parts, :mod:`rte.runtime.kubeimport`) against the whole package, in fresh processes alternating.
+
+Run: ``python -m bench.bench_serve_start [--nodes N ...] [--client-import]``.
 """
 
 from __future__ import annotations
@@ -112,6 +116,35 @@ class Extender:
             self.proc.wait()
 
 
+_CLIENT_IMPORT = """
+import sys, time, psutil
+import rte.extender.app, rte.extender.watch, rte.extender.endpoint, rte.runtime.leaderelection
+process = psutil.Process()
+rss, start = process.memory_info().rss, time.perf_counter()
+if sys.argv[1] == "parts":
+    from rte.runtime.kubeimport import kubernetes_parts_on_demand
+    kubernetes_parts_on_demand()
+from kubernetes import client, config
+# What the extender's feeds, leader election and EndpointSlice construct.
+api = [client.CustomObjectsApi, client.CoreV1Api, client.CoordinationV1Api, client.DiscoveryV1Api]
+print(time.perf_counter() - start, process.memory_info().rss - rss)
+"""
+
+
+def client_import(repeats: int = 5) -> dict[str, tuple[float, float]]:
+    """Median (seconds, bytes of RSS) of the extender's kubernetes import: ``parts`` and ``whole``."""
+    runs: dict[str, list[tuple[float, float]]] = {"parts": [], "whole": []}
+    for _ in range(repeats):
+        for how, seen in runs.items():
+            out = subprocess.run([sys.executable, "-c", _CLIENT_IMPORT, how], capture_output=True, check=True)
+            seconds, rss = out.stdout.split()
+            seen.append((float(seconds), float(rss)))
+    return {
+        how: (statistics.median(s for s, _ in seen), statistics.median(r for _, r in seen))
+        for how, seen in runs.items()
+    }
+
+
 def measure(nodes: int, candidates: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "nrts.json"
@@ -155,13 +188,26 @@ def summary() -> list[Row]:
             "≤ 150 MiB",
             big["rss_mib"] <= 150,
         ),
+        _client_import_row(client_import()),
     ]
+
+
+def _client_import_row(cost: dict[str, tuple[float, float]]) -> Row:
+    (parts_s, parts_rss), (whole_s, whole_rss) = cost["parts"], cost["whole"]
+    whole = f"{whole_rss / MiB:.1f} MiB, {whole_s * 1000:.0f} ms"
+    return Row(
+        "extender cluster path: kubernetes client+config import (whole package, same run)",
+        f"{parts_rss / MiB:.1f} MiB, {parts_s * 1000:.0f} ms ({whole})",
+        "",
+        None,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="*", default=[STARTUP_NODES, RSS_NODES])
     parser.add_argument("--candidates", type=int, default=CANDIDATES)
+    parser.add_argument("--client-import", action="store_true", help="also the kubernetes import cost")
     args = parser.parse_args()
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
     for nodes in args.nodes:
@@ -171,6 +217,9 @@ def main() -> None:
             f"first round trip ({args.candidates} candidates) {m['first_ms']:7.1f} ms, "
             f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
         )
+    if args.client_import:
+        row = _client_import_row(client_import())
+        print(f"  {row.what}: {row.figure}")
 
 
 if __name__ == "__main__":

@@ -123,7 +123,8 @@ def load_api_client(
     import yaml
 
     kubernetes_parts_on_demand()  # before the first kubernetes import of the process
-    from kubernetes import client, config
+    from kubernetes import client
+    from kubernetes.config.config_exception import ConfigException
 
     path = _pick(kubeconfig, sources)
     if path is None:
@@ -136,11 +137,17 @@ def load_api_client(
         where = f"{path} (context {context})" if context else path
     cfg = client.Configuration()
     try:
+        # Each source's own module: the in-cluster one does not load kube_config's authentication
+        # plugins (requests, oauthlib, google-auth; rte.runtime.kubeimport).
         if path is None:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            from kubernetes.config.incluster_config import load_incluster_config
+
+            load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            config.load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    except config.ConfigException as e:
+            from kubernetes.config.kube_config import load_kube_config
+
+            load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except ConfigException as e:
         raise ConfigError(where, f"cannot load the apiserver configuration: {e}") from e
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as e:
         # A file that is unreadable or not a kubeconfig at all.
@@ -171,9 +178,6 @@ def default_namespace(
     """
     import yaml
 
-    kubernetes_parts_on_demand()
-    from kubernetes import config
-
     path = _pick(kubeconfig, sources)
     if path is None:
         try:
@@ -181,9 +185,13 @@ def default_namespace(
                 return f.read().strip() or "default"
         except OSError:
             return "default"
+    kubernetes_parts_on_demand()
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import list_kube_config_contexts
+
     try:
-        contexts, current = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError) as e:
+        contexts, current = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError) as e:
         raise ConfigError(path, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
     chosen = next((c for c in contexts or () if c.get("name") == context), None) if context else current
     if context and chosen is None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 _PROBE = """
 import sys
@@ -53,3 +55,35 @@ def test_a_package_already_imported_is_left_alone() -> None:
     probe = "import kubernetes\nfrom rte.runtime.kubeimport import kubernetes_parts_on_demand\n"
     probe += "print(kubernetes_parts_on_demand())"
     assert _run(probe)[0] == "False"
+
+
+_IN_CLUSTER = """
+import sys
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+assert kubernetes_parts_on_demand()
+import kubernetes.config.incluster_config as incluster
+incluster.SERVICE_TOKEN_FILENAME, incluster.SERVICE_CERT_FILENAME = sys.argv[1:3]
+from rte.runtime.kubeclient import Source, load_api_client
+api = load_api_client(sources=(Source.IN_CLUSTER,))
+print(api.configuration.host)
+heavy = ("requests", "requests_oauthlib", "oauthlib", "google", "kubernetes.config.kube_config")
+print(sorted(h for h in heavy if h in sys.modules))
+from kubernetes import config  # a name only the package's __init__ defines completes it
+from kubernetes.config.config_exception import ConfigException
+print(config.load_kube_config.__name__, config.ConfigException is ConfigException, end=" ")
+print(config.load_config.__name__)
+"""
+
+
+def test_the_in_cluster_configuration_loads_without_the_kubeconfig_machinery(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t0ken\n")
+    (tmp_path / "ca.crt").write_text("not checked until a request\n")
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    run = subprocess.run(
+        [sys.executable, "-c", _IN_CLUSTER, str(tmp_path / "token"), str(tmp_path / "ca.crt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert run.stdout.split("\n")[:3] == ["https://10.96.0.1:443", "[]", "load_kube_config True load_config"]
