@@ -18,6 +18,7 @@ from rte.errors import InputError
 from rte.extender.service import ExtenderService
 from rte.model.nrt import from_nrt
 from rte.model.topology import NodeTopology
+from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 NRT_GROUP = "topology.node.k8s.io"
 NRT_VERSION = "v1alpha2"
 NRT_PLURAL = "noderesourcetopologies"
+_ALL_PODS = "/api/v1/pods"
+"""Every namespace's pods (``CoreV1Api.list_pod_for_all_namespaces``)."""
 
 
 class ClusterFeeds:
@@ -56,11 +59,11 @@ class ClusterFeeds:
             )
         ]
         if watch_pods:
-            core = client.CoreV1Api(api_client)
             self.reflectors.append(
                 Reflector(
                     "pods",
-                    core.list_pod_for_all_namespaces,
+                    # A plain GET, not CoreV1Api: that generated class is 20 MiB of the extender.
+                    raw_list_call(api_client, _ALL_PODS),
                     on_list=service.replace_pods,
                     on_event=service.on_pod_event,
                     **reflector_options,
