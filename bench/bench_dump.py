@@ -29,13 +29,16 @@ from bench.timing import Row, median_command_seconds, python
 ROOT = Path(__file__).resolve().parent.parent
 LARGEST = ROOT / "tests" / "fixtures" / "sysfs" / "dell-r640-2s-xeon6230r-2numa-sriov-vfs" / "sys"
 DUMP = ["-m", "rte", "dump", "--sysfs", str(LARGEST), "--no-kubelet", "-o", "json"]
+"""The fixture is this checkout's, also for ``--against`` (older checkouts may not have it)."""
 BARE = ["-c", "pass"]
 
 
 def _one(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[float, float]:
-    """(wall, CPU) seconds of one run of ``argv``; CPU is the child's user + system time."""
+    """(wall, CPU) seconds of one run of ``argv``; CPU is the child's user + system time. With
+    ``env``'s ``PYTHONPATH``, the child runs there too (``-m`` puts its working directory first)."""
+    cwd = env.get("PYTHONPATH") if env is not None else None
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -67,7 +70,7 @@ def run(repeat: int = 15, against: Path | None = None) -> dict[str, float]:
         "bare": ([python(), *BARE], None),
     }
     if against is not None:
-        env = {**os.environ, "PYTHONPATH": str(against)}
+        env = {**os.environ, "PYTHONPATH": str(against.resolve())}
         commands["against"] = ([python(), *DUMP], env)
     got = interleaved(commands, repeat)
     (dump, dump_cpu), (bare, bare_cpu) = got["dump"], got["bare"]
