@@ -59,6 +59,7 @@ class ClusterFeeds:
                 functools.partial(objects.list_cluster_custom_object, NRT_GROUP, NRT_VERSION, NRT_PLURAL),
                 on_list=self._nrt_list,
                 on_event=self._nrt_event,
+                read_item=self._nrt_listed,
                 **reflector_options,
             )
         ]
@@ -114,14 +115,16 @@ class ClusterFeeds:
 
     # --- NRTs ----------------------------------------------------------------------------
 
-    def _nrt_list(self, items: list[Obj]) -> None:
-        topologies: list[NodeTopology] = []
-        for item in items:
-            try:
-                topologies.append(self._reader.read(item))
-            except InputError as e:
-                log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(item), e)
-        self.store.replace_all(topologies)
+    def _nrt_listed(self, item: Obj) -> NodeTopology | None:
+        """One listed NRT, read as its page arrives (None: malformed, logged and left out)."""
+        try:
+            return self._reader.read(item)
+        except InputError as e:
+            log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(item), e)
+            return None
+
+    def _nrt_list(self, topologies: list[NodeTopology | None]) -> None:
+        self.store.replace_all(t for t in topologies if t is not None)
         self.service.nrt_listed()
 
     def _nrt_event(self, event_type: str, obj: Obj) -> None:
