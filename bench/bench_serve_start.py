@@ -13,7 +13,10 @@ The cluster path (``--kubeconfig`` or in-cluster) imports the ``kubernetes`` cli
 and ``config`` parts, :mod:`rte.runtime.kubeimport`; pods by a plain GET) against the whole
 package and the generated ``CoreV1Api`` it used before, in fresh processes alternating.
 
-Run: ``python -m bench.bench_serve_start [--nodes N ...] [--client-import]``.
+``--through-apiserver N`` serves N NRTs listed and watched from the apiserver double instead
+(``--kubeconfig``; the double answers slowly, so "ready after" is mostly its time).
+
+Run: ``python -m bench.bench_serve_start [--nodes N ...] [--client-import] [--through-apiserver N ...]``.
 """
 
 from __future__ import annotations
@@ -64,9 +67,11 @@ def _free_port() -> int:
 class Extender:
     """``rte extender --nrt-file`` in a child process, until :meth:`stop`."""
 
-    def __init__(self, nrt_file: Path, *extra: str) -> None:
+    def __init__(self, nrt_file: Path | None, *extra: str) -> None:
+        """Serving ``nrt_file``, or (None) what ``extra`` says: ``--kubeconfig`` for a cluster."""
         self.port = _free_port()
-        argv = [sys.executable, "-m", "rte", "extender", "--nrt-file", str(nrt_file)]
+        argv = [sys.executable, "-m", "rte", "extender"]
+        argv += ["--nrt-file", str(nrt_file)] if nrt_file is not None else []
         argv += ["--listen", f"127.0.0.1:{self.port}", "--cache-resync-period", "5s"]
         argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
         self.started = time.perf_counter()
@@ -182,6 +187,38 @@ def measure(nodes: int, candidates: int) -> dict[str, float]:
             extender.stop()
 
 
+def measure_cluster(nodes: int, candidates: int) -> dict[str, float]:
+    """As :func:`measure`, the NRTs listed and watched from the apiserver double (``--kubeconfig``,
+    the deployed path) instead of read from a file. The double's store is filled directly (its
+    schema validation would take minutes at 20 000), and it runs in this process."""
+    from rte.testing.apiserver import FakeApiServer
+
+    rng = random.Random(42)
+    with tempfile.TemporaryDirectory() as tmp, FakeApiServer() as api:
+        api.install_crd()
+        for i in range(nodes):
+            obj = to_nrt(_topology(i, rng))
+            obj["metadata"]["uid"] = f"bench-{i}"
+            api.storage.create("noderesourcetopologies", obj)
+        kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
+        extender = Extender(None, "--kubeconfig", str(kubeconfig))
+        try:
+            names = [
+                f"worker-{i:05d}"
+                for i in sorted(random.Random(7).sample(range(nodes), min(candidates, nodes)))
+            ]
+            first = extender.round_trip(names)
+            later = statistics.median(extender.round_trip(names) for _ in range(7))
+            return {
+                "ready_s": extender.ready_after,
+                "first_ms": first * 1000,
+                "later_ms": later * 1000,
+                "rss_mib": extender.rss() / MiB,
+            }
+        finally:
+            extender.stop()
+
+
 def summary() -> list[Row]:
     start = measure(STARTUP_NODES, 500)
     big = measure(RSS_NODES, CANDIDATES)
@@ -224,6 +261,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="*", default=[STARTUP_NODES, RSS_NODES])
     parser.add_argument("--candidates", type=int, default=CANDIDATES)
     parser.add_argument("--client-import", action="store_true", help="also the kubernetes import cost")
+    parser.add_argument(
+        "--through-apiserver",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="also N NRTs via --kubeconfig",
+    )
     args = parser.parse_args()
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
     for nodes in args.nodes:
@@ -231,6 +276,13 @@ def main() -> None:
         print(
             f"  {nodes:6d} NRTs ({m['file_mib']:5.1f} MiB JSON): ready after {m['ready_s']:6.2f} s; "
             f"first round trip ({args.candidates} candidates) {m['first_ms']:7.1f} ms, "
+            f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
+        )
+    for nodes in args.through_apiserver:
+        m = measure_cluster(nodes, args.candidates)
+        print(
+            f"  {nodes:6d} NRTs through the apiserver double (--kubeconfig): "
+            f"ready after {m['ready_s']:6.2f} s; first round trip {m['first_ms']:7.1f} ms, "
             f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
         )
     if args.client_import:
