@@ -76,7 +76,12 @@ class Extender:
         argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.ready_after = self._wait_ready()
+        try:
+            self.ready_after = self._wait_ready()
+        except BaseException:
+            self.proc.kill()  # not left running behind a failed bench
+            self.proc.wait()
+            raise
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def _wait_ready(self, timeout: float = 600.0) -> float:
