@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,8 +42,6 @@ class ClusterFeeds:
         watch_pods: bool = True,
         **reflector_options: Any,
     ) -> None:
-        from kubernetes import client
-
         self.store = store
         self.service = service
         # Listed and watched NRTs are read as --nrt-file reads them, equal parts shared: with
@@ -52,11 +49,12 @@ class ClusterFeeds:
         # file path keeps 4 (the NRT reflector's thread is the reader's only user).
         self._reader = CompactReader()
         self._leases: set[str] = set()
-        objects = client.CustomObjectsApi(api_client)
+        # Every list and watch is a plain GET (raw_list_call), none through a generated API class:
+        # CoreV1Api alone is 20 MiB of the extender, CustomObjectsApi and CoordinationV1Api 2.4.
         self.reflectors: list[Reflector] = [
             Reflector(
                 "nrt",
-                functools.partial(objects.list_cluster_custom_object, NRT_GROUP, NRT_VERSION, NRT_PLURAL),
+                raw_list_call(api_client, f"/apis/{NRT_GROUP}/{NRT_VERSION}/{NRT_PLURAL}"),
                 on_list=self._nrt_list,
                 on_event=self._nrt_event,
                 read_item=self._nrt_listed,
@@ -67,7 +65,6 @@ class ClusterFeeds:
             self.reflectors.append(
                 Reflector(
                     "pods",
-                    # A plain GET, not CoreV1Api: that generated class is 20 MiB of the extender.
                     raw_list_call(api_client, _ALL_PODS),
                     on_list=service.replace_pods,
                     on_event=service.on_pod_event,
@@ -76,11 +73,11 @@ class ClusterFeeds:
             )
         service.pods_tracked = watch_pods
         if heartbeat_namespace:
-            coordination = client.CoordinationV1Api(api_client)
+            leases = f"/apis/coordination.k8s.io/v1/namespaces/{heartbeat_namespace}/leases"
             self.reflectors.append(
                 Reflector(
                     "leases",
-                    functools.partial(coordination.list_namespaced_lease, heartbeat_namespace),
+                    raw_list_call(api_client, leases),
                     on_list=self._lease_list,
                     on_event=self._lease_event,
                     **reflector_options,

@@ -1,7 +1,8 @@
 """The extender's cluster client path loads only the ``client`` and ``config`` parts of the
-``kubernetes`` package (rte.runtime.kubeimport), and no generated ``CoreV1Api``: watches, leader
-election and the leader's EndpointSlice all run on them. The extender runs in a process of its
-own (the apiserver double, which validates with ``jsonschema``, stays in the test's)."""
+``kubernetes`` package (rte.runtime.kubeimport), and no generated ``CoreV1Api`` or
+``CustomObjectsApi``: watches, leader election and the leader's EndpointSlice all run on them.
+The extender runs in a process of its own (the apiserver double, which validates with
+``jsonschema``, stays in the test's)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ print(sorted({m.split(".")[0] if not m.startswith("kubernetes") else ".".join(m.
              & {"jsonschema", "referencing", "kubernetes_validate", "websocket", "kubernetes.dynamic",
                 "kubernetes.stream", "kubernetes.informer", "kubernetes.leaderelection", "kubernetes.watch",
                 "kubernetes.client", "kubernetes.config"}))
-print("kubernetes.client.api.core_v1_api" in sys.modules)
+generated = ("kubernetes.client.api.core_v1_api", "kubernetes.client.api.custom_objects_api")
+print([m for m in generated if m in sys.modules])
 """
 
 
@@ -61,6 +63,6 @@ def test_the_extender_runs_on_the_client_and_config_parts_only(
         timeout=120,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    # Nor the generated CoreV1Api (20 MiB): pods are listed and watched by a plain GET.
-    assert run.stdout.split("\n")[:2] == ["['kubernetes.client', 'kubernetes.config']", "False"]
+    # Nor the generated CoreV1Api (20 MiB) and CustomObjectsApi: lists and watches are plain GETs.
+    assert run.stdout.split("\n")[:2] == ["['kubernetes.client', 'kubernetes.config']", "[]"]
     assert fake_apiserver.get_object("endpointslices", "rte-extender-leader", "rte") is not None
