@@ -12,7 +12,7 @@ socket) and the apiserver double, and prints:
   with no notify file or other hook (target p99 <= 1 s);
 * idle CPU of the agent process (psutil cpu_times over the quiet window; target <= 2% of a core);
 * resident memory (target <= 72 MiB, issue #13; the kubernetes package loads only its client and
-  config parts, :mod:`rte.agent.kubeimport`).
+  config parts, :mod:`rte.runtime.kubeimport`).
 
     python -m bench.bench_agent [--window 60] [--changes 30]
 """

@@ -8,7 +8,15 @@ index must already be warm: built before ``/readyz`` said ready), the median of 
 and the process's RSS. Baseline in the same run: the same file read by PyYAML's C loader is not
 run (218 s at 5000 NRTs before this bench existed); the decoder's share is shown instead.
 
-Run: ``python -m bench.bench_serve_start [--nodes N ...]``.
+The cluster path (``--kubeconfig`` or in-cluster) imports the ``kubernetes`` client besides;
+:func:`client_import` measures that client as the extender builds it in a pod (the ``client``
+and ``config`` parts, :mod:`rte.runtime.kubeimport`; pods by a plain GET) against the whole
+package and the generated ``CoreV1Api`` it used before, in fresh processes alternating.
+
+``--through-apiserver N`` serves N NRTs listed and watched from the apiserver double instead
+(``--kubeconfig``; the double answers slowly, so "ready after" is mostly its time).
+
+Run: ``python -m bench.bench_serve_start [--nodes N ...] [--client-import] [--through-apiserver N ...]``.
 """
 
 from __future__ import annotations
@@ -59,14 +67,21 @@ def _free_port() -> int:
 class Extender:
     """``rte extender --nrt-file`` in a child process, until :meth:`stop`."""
 
-    def __init__(self, nrt_file: Path, *extra: str) -> None:
+    def __init__(self, nrt_file: Path | None, *extra: str) -> None:
+        """Serving ``nrt_file``, or (None) what ``extra`` says: ``--kubeconfig`` for a cluster."""
         self.port = _free_port()
-        argv = [sys.executable, "-m", "rte", "extender", "--nrt-file", str(nrt_file)]
+        argv = [sys.executable, "-m", "rte", "extender"]
+        argv += ["--nrt-file", str(nrt_file)] if nrt_file is not None else []
         argv += ["--listen", f"127.0.0.1:{self.port}", "--cache-resync-period", "5s"]
         argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.ready_after = self._wait_ready()
+        try:
+            self.ready_after = self._wait_ready()
+        except BaseException:
+            self.proc.kill()  # not left running behind a failed bench
+            self.proc.wait()
+            raise
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def _wait_ready(self, timeout: float = 600.0) -> float:
@@ -112,6 +127,50 @@ class Extender:
             self.proc.wait()
 
 
+_CLIENT_IMPORT = """
+import os, sys, tempfile, time, psutil
+import rte.extender.app, rte.extender.watch, rte.extender.endpoint, rte.runtime.leaderelection
+from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+secrets = tempfile.mkdtemp()
+for name in ("token", "ca.crt"):
+    with open(os.path.join(secrets, name), "w") as f:
+        f.write("x")
+os.environ.update(KUBERNETES_SERVICE_HOST="10.96.0.1", KUBERNETES_SERVICE_PORT="443")
+process = psutil.Process()
+rss, start = process.memory_info().rss, time.perf_counter()
+if sys.argv[1] == "before":
+    import kubernetes  # the package's own __init__: every part, as before rte.runtime.kubeimport
+kubernetes_parts_on_demand()  # what load_api_client does first (nothing after the line above)
+import kubernetes.config.incluster_config as incluster
+incluster.SERVICE_TOKEN_FILENAME = os.path.join(secrets, "token")
+incluster.SERVICE_CERT_FILENAME = os.path.join(secrets, "ca.crt")
+api = load_api_client(sources=(Source.IN_CLUSTER,))
+from kubernetes import client
+# What the extender constructs with leader election: the Lease and the EndpointSlice writers (its
+# lists and watches are plain GETs now; before, CustomObjectsApi and CoreV1Api too).
+apis = [client.CoordinationV1Api(api), client.DiscoveryV1Api(api)]
+if sys.argv[1] == "before":
+    apis += [client.CustomObjectsApi(api), client.CoreV1Api(api)]
+print(time.perf_counter() - start, process.memory_info().rss - rss)
+"""
+
+
+def client_import(repeats: int = 5) -> dict[str, tuple[float, float]]:
+    """Median (seconds, bytes of RSS) of the extender's in-cluster client, from the first kubernetes
+    import to its API objects: ``now`` and ``before`` (the package's ``__init__``, ``CoreV1Api``)."""
+    runs: dict[str, list[tuple[float, float]]] = {"now": [], "before": []}
+    for _ in range(repeats):
+        for how, seen in runs.items():
+            out = subprocess.run([sys.executable, "-c", _CLIENT_IMPORT, how], capture_output=True, check=True)
+            seconds, rss = out.stdout.split()
+            seen.append((float(seconds), float(rss)))
+    return {
+        how: (statistics.median(s for s, _ in seen), statistics.median(r for _, r in seen))
+        for how, seen in runs.items()
+    }
+
+
 def measure(nodes: int, candidates: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "nrts.json"
@@ -124,6 +183,38 @@ def measure(nodes: int, candidates: int) -> dict[str, float]:
             later = statistics.median(extender.round_trip(names) for _ in range(7))
             return {
                 "file_mib": size / MiB,
+                "ready_s": extender.ready_after,
+                "first_ms": first * 1000,
+                "later_ms": later * 1000,
+                "rss_mib": extender.rss() / MiB,
+            }
+        finally:
+            extender.stop()
+
+
+def measure_cluster(nodes: int, candidates: int) -> dict[str, float]:
+    """As :func:`measure`, the NRTs listed and watched from the apiserver double (``--kubeconfig``,
+    the deployed path) instead of read from a file. The double's store is filled directly (its
+    schema validation would take minutes at 20 000), and it runs in this process."""
+    from rte.testing.apiserver import FakeApiServer
+
+    rng = random.Random(42)
+    with tempfile.TemporaryDirectory() as tmp, FakeApiServer() as api:
+        api.install_crd()
+        for i in range(nodes):
+            obj = to_nrt(_topology(i, rng))
+            obj["metadata"]["uid"] = f"bench-{i}"
+            api.storage.create("noderesourcetopologies", obj)
+        kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
+        extender = Extender(None, "--kubeconfig", str(kubeconfig))
+        try:
+            names = [
+                f"worker-{i:05d}"
+                for i in sorted(random.Random(7).sample(range(nodes), min(candidates, nodes)))
+            ]
+            first = extender.round_trip(names)
+            later = statistics.median(extender.round_trip(names) for _ in range(7))
+            return {
                 "ready_s": extender.ready_after,
                 "first_ms": first * 1000,
                 "later_ms": later * 1000,
@@ -155,13 +246,34 @@ def summary() -> list[Row]:
             "≤ 150 MiB",
             big["rss_mib"] <= 150,
         ),
+        _client_import_row(client_import()),
     ]
+
+
+def _client_import_row(cost: dict[str, tuple[float, float]]) -> Row:
+    (now_s, now_rss), (before_s, before_rss) = cost["now"], cost["before"]
+    before = f"{before_rss / MiB:.1f} MiB, {before_s * 1000:.0f} ms"
+    return Row(
+        "extender in-cluster client: kubernetes import, load_api_client, API objects (before, same run)",
+        f"{now_rss / MiB:.1f} MiB, {now_s * 1000:.0f} ms (whole package and generated list APIs: {before})",
+        "",
+        None,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="*", default=[STARTUP_NODES, RSS_NODES])
     parser.add_argument("--candidates", type=int, default=CANDIDATES)
+    parser.add_argument("--client-import", action="store_true", help="also the kubernetes import cost")
+    parser.add_argument(
+        "--through-apiserver",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="also N NRTs via --kubeconfig",
+    )
     args = parser.parse_args()
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
     for nodes in args.nodes:
@@ -171,6 +283,16 @@ def main() -> None:
             f"first round trip ({args.candidates} candidates) {m['first_ms']:7.1f} ms, "
             f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
         )
+    for nodes in args.through_apiserver:
+        m = measure_cluster(nodes, args.candidates)
+        print(
+            f"  {nodes:6d} NRTs through the apiserver double (--kubeconfig): "
+            f"ready after {m['ready_s']:6.2f} s; first round trip {m['first_ms']:7.1f} ms, "
+            f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
+        )
+    if args.client_import:
+        row = _client_import_row(client_import())
+        print(f"  {row.what}: {row.figure}")
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ class _Cluster:
         on_rejected: Callable[[Rejection], None],
         api_client: Any,
     ) -> None:
-        from rte.agent.kubeimport import kubernetes_parts_on_demand
+        from rte.runtime.kubeimport import kubernetes_parts_on_demand
 
         kubernetes_parts_on_demand()  # before the first kubernetes import: 3.8 MiB less resident
         from rte.agent.heartbeat import Heartbeat

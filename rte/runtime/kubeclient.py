@@ -21,18 +21,20 @@ The client's defaults do not suit a daemon that runs for months, so every client
   every request, like client-go's QPS/burst, so a bug that loops cannot hammer the apiserver.
 
 Every failure is one :class:`~rte.errors.ConfigError` naming the kubeconfig (and context) or the
-in-cluster source. The ``kubernetes`` package is imported only when a client is built.
+in-cluster source. The ``kubernetes`` package is imported only when a client is built, and then
+only its ``client`` and ``config`` parts (:mod:`rte.runtime.kubeimport`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
 from rte import __version__
 from rte.errors import ConfigError
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
 from rte.runtime.ratelimit import TokenBucket
 
 
@@ -119,7 +121,10 @@ def load_api_client(
     """
     import urllib3
     import yaml
-    from kubernetes import client, config
+
+    kubernetes_parts_on_demand()  # before the first kubernetes import of the process
+    from kubernetes import client
+    from kubernetes.config.config_exception import ConfigException
 
     path = _pick(kubeconfig, sources)
     if path is None:
@@ -132,11 +137,17 @@ def load_api_client(
         where = f"{path} (context {context})" if context else path
     cfg = client.Configuration()
     try:
+        # Each source's own module: the in-cluster one does not load kube_config's authentication
+        # plugins (requests, oauthlib, google-auth; rte.runtime.kubeimport).
         if path is None:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            from kubernetes.config.incluster_config import load_incluster_config
+
+            load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            config.load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
-    except config.ConfigException as e:
+            from kubernetes.config.kube_config import load_kube_config
+
+            load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except ConfigException as e:
         raise ConfigError(where, f"cannot load the apiserver configuration: {e}") from e
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as e:
         # A file that is unreadable or not a kubeconfig at all.
@@ -166,7 +177,6 @@ def default_namespace(
     kubeconfig's current context); in a pod, the service account's namespace.
     """
     import yaml
-    from kubernetes import config
 
     path = _pick(kubeconfig, sources)
     if path is None:
@@ -175,9 +185,13 @@ def default_namespace(
                 return f.read().strip() or "default"
         except OSError:
             return "default"
+    kubernetes_parts_on_demand()
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import list_kube_config_contexts
+
     try:
-        contexts, current = config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-    except (config.ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError) as e:
+        contexts, current = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError) as e:
         raise ConfigError(path, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
     chosen = next((c for c in contexts or () if c.get("name") == context), None) if context else current
     if context and chosen is None:
@@ -215,3 +229,33 @@ def raw_get(
         response.read()
         raise ApiException.from_response(http_resp=response, body=None, data=None)
     return response.response
+
+
+_LIST_QUERY = {
+    "limit": "limit",
+    "_continue": "continue",
+    "watch": "watch",
+    "resource_version": "resourceVersion",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+}
+"""The generated ``list_*`` methods' keywords (as :class:`~rte.runtime.reflector.Reflector` passes
+them) and the query parameters they stand for."""
+
+
+def raw_list_call(
+    api_client: Any, path: str, query: Sequence[tuple[str, str | int | bool]] = ()
+) -> Callable[..., Any]:
+    """A ``list_*``-shaped callable (the client's list keywords, the raw response back) over a
+    plain GET of ``path`` with ``query`` besides: what a reflector needs, without the generated
+    API class of the resource. ``CoreV1Api`` alone is 20 MiB of resident memory and a second of
+    import (``python -m bench.bench_serve_start --client-import``)."""
+
+    def call(**kwargs: Any) -> Any:
+        params = [
+            *query,
+            *((_LIST_QUERY[k], v) for k, v in kwargs.items() if k in _LIST_QUERY and v is not None),
+        ]
+        return raw_get(api_client, path, params, timeout=kwargs.get("_request_timeout"))
+
+    return call

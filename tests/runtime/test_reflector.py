@@ -34,3 +34,32 @@ def test_relist_ends_the_watch_and_delivers_a_list_begun_after_the_call(
         assert fake_apiserver.wait_for_watches(1)  # watching again from the new list
     finally:
         reflector.stop()
+
+
+def test_read_item_turns_each_page_into_what_on_list_receives(
+    fake_apiserver: FakeApiServer, kube_api_client: Any
+) -> None:
+    for i in range(5):
+        fake_apiserver.add_pod(f"p{i}", node_name="worker-1")
+    pages_read: list[int] = []
+    lists: list[list[Any]] = []
+
+    def read(obj: Obj) -> tuple[str, int]:
+        pages_read.append(len(lists))
+        return ("read", int(obj["metadata"]["name"][1:]))
+
+    core = client.CoreV1Api(kube_api_client)
+    reflector = Reflector(
+        "pods",
+        core.list_pod_for_all_namespaces,
+        on_list=lists.append,
+        on_event=lambda kind, obj: None,
+        read_item=read,
+        page_size=2,  # three pages
+    ).start()
+    try:
+        wait_for(reflector.synced.is_set, 10, "the first list")
+        assert sorted(lists[0]) == [("read", i) for i in range(5)]
+        assert len(pages_read) == 5  # once per object, before on_list
+    finally:
+        reflector.stop()

@@ -1,0 +1,89 @@
+"""rte loads the kubernetes client without the package's other parts (resident memory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+_PROBE = """
+import sys
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+assert kubernetes_parts_on_demand()
+assert not kubernetes_parts_on_demand()  # once only
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+assert client.CustomObjectsApi and client.CoordinationV1Api and client.V1Lease and config.load_kube_config
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("jsonschema", "referencing", "websocket")
+             or m.startswith(("kubernetes.dynamic", "kubernetes.stream", "kubernetes.informer"))))
+import kubernetes.watch  # another part still loads when named
+print(kubernetes.watch.Watch.__name__)
+"""
+
+
+def _run(probe: str) -> list[str]:
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return run.stdout.split("\n")
+
+
+def test_the_client_and_config_load_without_the_dynamic_client_streams_or_informers() -> None:
+    assert _run(_PROBE)[:2] == ["[]", "Watch"]
+
+
+def test_the_bare_package_resolves_its_attributes_as_the_real_one_does() -> None:
+    # Code that does ``import kubernetes`` and then uses ``kubernetes.<part>`` (as kubernetes.dynamic
+    # reads ``__version__``) finds what the package's own __init__ would have defined.
+    probe = """
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+assert kubernetes_parts_on_demand()
+import kubernetes
+print(kubernetes.__project__, kubernetes.__version__, kubernetes.watch.Watch.__name__)
+try:
+    kubernetes.no_such_part
+except AttributeError as e:
+    print(e)
+"""
+    assert _run(probe)[:2] == [
+        f"kubernetes {version('kubernetes')} Watch",
+        "module 'kubernetes' has no attribute 'no_such_part'",
+    ]
+
+
+def test_a_package_already_imported_is_left_alone() -> None:
+    probe = "import kubernetes\nfrom rte.runtime.kubeimport import kubernetes_parts_on_demand\n"
+    probe += "print(kubernetes_parts_on_demand())"
+    assert _run(probe)[0] == "False"
+
+
+_IN_CLUSTER = """
+import sys
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+assert kubernetes_parts_on_demand()
+import kubernetes.config.incluster_config as incluster
+incluster.SERVICE_TOKEN_FILENAME, incluster.SERVICE_CERT_FILENAME = sys.argv[1:3]
+from rte.runtime.kubeclient import Source, load_api_client
+api = load_api_client(sources=(Source.IN_CLUSTER,))
+print(api.configuration.host)
+heavy = ("requests", "requests_oauthlib", "oauthlib", "google", "kubernetes.config.kube_config")
+print(sorted(h for h in heavy if h in sys.modules))
+from kubernetes import config  # a name only the package's __init__ defines completes it
+from kubernetes.config.config_exception import ConfigException
+print(config.load_kube_config.__name__, config.ConfigException is ConfigException, end=" ")
+print(config.load_config.__name__)
+"""
+
+
+def test_the_in_cluster_configuration_loads_without_the_kubeconfig_machinery(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t0ken\n")
+    (tmp_path / "ca.crt").write_text("not checked until a request\n")
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    run = subprocess.run(
+        [sys.executable, "-c", _IN_CLUSTER, str(tmp_path / "token"), str(tmp_path / "ca.crt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert run.stdout.split("\n")[:3] == ["https://10.96.0.1:443", "[]", "load_kube_config True load_config"]
