@@ -53,6 +53,7 @@ from typing import Any
 from rte.consumer.cache import reconcile
 from rte.consumer.cache.batched import BatchedLookups, Deadlines
 from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
+from rte.consumer.cache.estimate import ScoreViewNodes, ScoreViews
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
@@ -78,7 +79,7 @@ from rte.model.topology import NodeTopology
 log = logging.getLogger(__name__)
 
 
-class OverReserveCache(BatchedLookups, ReserveStateDump):
+class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
     """The reserve cache; see the module docstring for the rules."""
 
     mode = "OverReserve"
@@ -97,6 +98,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
         self._history = self._config.reconcile is Reconcile.HISTORY
         # Zone-wise reservations need the whole view: not with load-filtered zones.
         self._predicts = self._history and self._config.load.mode is LoadMode.OFF
+        self._score_nodes = ScoreViewNodes()
 
     # --- reading -------------------------------------------------------------------------
 
