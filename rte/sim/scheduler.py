@@ -19,7 +19,8 @@ answers. With ``verify`` every cycle also recomputes every node from
 scratch on the scalar path and raises if the memo differs (tests use it).
 
 **One cycle with the extender.** Each node is evaluated by the consumer's own cycle steps
-(:func:`rte.consumer.cycle.filter_one`, :func:`~rte.consumer.cycle.score_one`) and verdicts
+(:func:`rte.consumer.cycle.filter_one`, :func:`~rte.consumer.cycle.score_one` on what
+:func:`~rte.consumer.cycle.score_lookup` gives: the reserve cache's best estimate) and verdicts
 reach the cache through :func:`~rte.consumer.cycle.record_verdict`, as in the extender.
 Replaying thousands of unchanged verdicts per cycle would dominate the run, so the simulator
 mirrors the only state those calls change that matters (the streak and the dirty mark, which
