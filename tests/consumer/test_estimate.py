@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 
+from rte.consumer.cache.estimate import ScoreViewNodes
 from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.changelog import MIN_KEPT, ChangeLog
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_columns, score_lookup
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import Scorer
@@ -113,3 +115,18 @@ def test_the_estimate_never_shows_less_than_the_lower_bound_and_is_exact_when_th
         bound, estimate = cpus(cache), estimated(cache)
         assert all(b <= e for b, e in zip(bound, estimate, strict=True)), (seed, bound, estimate)
         assert estimate == tuple(free), (seed, estimate, free)
+
+
+def test_the_nodes_to_check_come_from_the_change_logs_and_every_node_when_they_fall_behind() -> None:
+    store, _ = cache_with(nrt((4, 4)))
+    changes = ChangeLog()
+    tracked = ScoreViewNodes()
+    assert tracked.candidates(store, changes, ["gone-from-store"]) == {"n1", "gone-from-store"}
+    tracked.nodes.clear()  # as the cache does when the nodes have no reservation
+    assert tracked.candidates(store, changes, ["gone-from-store"]) == set()
+    changes.note("n7")
+    assert tracked.candidates(store, changes, []) == {"n7"}
+    tracked.nodes.clear()
+    for _ in range(MIN_KEPT + 1):  # the log drops what this reader has not read yet
+        changes.note("n8")
+    assert tracked.candidates(store, changes, ["n9"]) == {"n1", "n9"}
