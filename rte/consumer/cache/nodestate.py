@@ -70,6 +70,9 @@ class NodeState:
     """Memo of the served view (reservations applied); rebuilt when reservations change."""
     estimate: NumaView | None = None
     """Memo of :meth:`estimated_view` (Score's view); rebuilt when the served view is."""
+    charges: dict[object, ZoneCharge | None] | None = None
+    """The admission model's zones for the estimate, by pod shape and state (:mod:`.estimate`);
+    dropped with the NRT."""
     view_topology: NodeTopology | None = None
     """Memo of :meth:`reserved_topology`."""
     invalidations: int = 0
@@ -91,6 +94,7 @@ class NodeState:
         self.view_topology = None
         if topology_changed:
             self.base_view = None
+            self.charges = None
 
     def token(self) -> tuple[int, bool, bool]:
         """Equal before and after a change only if the change left the node's lookup as it was
@@ -122,7 +126,9 @@ class NodeState:
             admitted = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
             pending = [r for key, r in self.reservations.items() if not self.narrowed(key, r)]
             base = subtract_placed(self.base_view, negated(self.credits))
-            self.estimate = best_estimate(base, admitted, pending)
+            if self.charges is None:
+                self.charges = {}
+            self.estimate = best_estimate(base, admitted, pending, self.charges)
         return self.estimate
 
     def narrowed(self, key: PodKey, reservation: Reservation) -> bool:

@@ -48,6 +48,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from rte.consumer.cache import reconcile
@@ -177,11 +178,15 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
             zones = None
             st.reservations.pop(pod.key, None)
             st.invalidate()
-            if reconcile.in_flight(st):
+            spread = reconcile.in_flight(st)
+            if spread:
                 reconcile.spread_in_flight(st)
             elif self._predicts and st.topology is not None:
                 zones = predicted_charge(st.served_view(self._config.load), pod)
-            st.reservations[pod.key] = Reservation.for_pod(pod, now, zones=zones)
+            reservation = Reservation.for_pod(pod, now, zones=zones)
+            if zones is None and self._predicts and st.topology is not None and not spread:
+                reservation = replace(reservation, unpredictable=True)
+            st.reservations[pod.key] = reservation
             st.invalidate()
             self._changes.note(node)
 
