@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from rte.consumer.cache import estimate
 from rte.consumer.cache.estimate import ScoreViewNodes
 from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.changelog import MIN_KEPT, ChangeLog
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_columns, score_lookup
+from rte.consumer.numaview import NumaView
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import Scorer
 from rte.consumer.store import DELETED, MODIFIED
@@ -130,3 +135,26 @@ def test_the_nodes_to_check_come_from_the_change_logs_and_every_node_when_they_f
     for _ in range(MIN_KEPT + 1):  # the log drops what this reader has not read yet
         changes.note("n8")
     assert tracked.candidates(store, changes, ["n9"]) == {"n1", "n9"}
+
+
+def test_the_admission_model_runs_once_per_pod_shape_and_state_on_a_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    real = estimate.estimated_charge
+
+    def counting(view: NumaView, p: Pod) -> ZoneCharge | None:
+        calls.append(p.name)
+        return real(view, p)
+
+    monkeypatch.setattr(estimate, "estimated_charge", counting)
+    _, cache = cache_with(nrt((4, 4)))
+    cache.reserve("n1", pod("p1", 1))
+    assert estimated(cache) == (3, 4) and calls == []  # alone on its way: the zone predicted at Reserve
+    cache.reserve("n1", pod("p2", 1))  # beside p1: neither keeps a prediction, the model decides
+    assert estimated(cache) == (2, 4) and calls == ["p1", "p2"]
+    cache.unreserve("n1", pod("p2", 1))
+    cache.reserve("n1", pod("p3", 1))  # p2's shape on the same state: remembered, as is p1's
+    assert estimated(cache) == (2, 4) and calls == ["p1", "p2"]
+    cache.reserve("n1", pod("p4", 2))  # another shape
+    assert estimated(cache) == (0, 4) and calls == ["p1", "p2", "p4"]
