@@ -9,6 +9,8 @@ extender, a Python scheduler using the library) must do it the same way:
   only our own pessimistic reservations rejected it, so the next resync checks its fingerprint
   (after ``dirty_after_failures`` failures in a row); a node that passes resets that streak;
 * a node the cache distrusts fails with the reference's reason plus the cache's explanation;
+* Score rates the cache's best estimate of a node where it has one (the reserve cache:
+  :mod:`rte.consumer.cache.estimate`), Filter the view it serves: :func:`score_lookup`;
 * in the load-aware score mode (``CacheConfig.load``), a node's score is scaled down when the
   zone the kubelet would pick is busy (:func:`rte.consumer.load.weighted_score`); the filter
   mode needs nothing here, the cache already serves views without the busy zones.
@@ -29,11 +31,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
+from typing import TypeGuard
 
 import numpy as np
 
 from rte.consumer.cache.config import LoadAwareConfig, LoadMode
-from rte.consumer.cache.interface import Lookup, NRTCache
+from rte.consumer.cache.interface import Lookup, NRTCache, ScoreViewsCache
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.mirror import is_batched, mirror_of
@@ -120,6 +123,41 @@ def record_outcome(cache: NRTCache, name: str, fits: bool, reason: str, lookup: 
     return reason
 
 
+def score_lookup(cache: NRTCache, name: str, lookup: Lookup) -> Lookup:
+    """What Score rates on ``name``, given the ``lookup`` Filter decided on: the cache's best
+    estimate where it has one (never for Filter: it may show more than the kubelet has)."""
+    if lookup.fresh and lookup.view is not None and _estimates(cache):
+        view = cache.score_views((name,)).get(name)
+        if view is not None:
+            return Lookup(view, True)
+    return lookup
+
+
+def _estimates(cache: object) -> TypeGuard[ScoreViewsCache]:
+    kind = type(cache)
+    known = _ESTIMATING.get(kind)
+    if known is None:
+        known = _ESTIMATING[kind] = isinstance(cache, ScoreViewsCache)
+    return known
+
+
+_ESTIMATING: dict[type, bool] = {}
+
+
+def _rescore(
+    cache: NRTCache, index: Mapping[str, int], rows: Ints, wanted: Bools, scores: Ints, scorer: Scorer
+) -> None:
+    """Score the ``wanted`` rows (fresh ones) again on the cache's best estimates, where it has any."""
+    views = cache.score_views() if _estimates(cache) else None
+    if not views:
+        return
+    at = {row: view for name, view in views.items() if (row := index.get(name)) is not None}
+    present = np.zeros(len(index), np.bool_)  # a row -> bool column: cheaper than np.isin
+    present[np.fromiter(at, np.int64, len(at))] = True
+    for k in np.flatnonzero(wanted & present[rows]).tolist():
+        scores[k] = scorer(at[int(rows[k])])
+
+
 def score_one(prep: PreparedPod, lookup: Lookup, scorer: Scorer, load: LoadAwareConfig) -> int:
     """The score (0..100) on one node from its lookup; scaled in the load-aware score mode."""
     score = scorer(lookup.view, fresh=lookup.fresh)
@@ -194,6 +232,8 @@ def _evaluate(
             failed[name] = f"{texts[int(codes[k])]}: {detail}"
     scores = verdicts.scores if verdicts.scores is not None else np.full(len(names), -1, np.int64)
     _weigh(cache, views, scores, verdicts)
+    if scorer is not None:
+        _rescore(cache, mirror.table.index, rows, fits & fresh, scores, scorer)
     return Evaluation(FilterOutcome(names, fits, failed, codes, texts), scores)
 
 
@@ -249,6 +289,8 @@ def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scor
         selection = None if mirror.whole else rows
         verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True, memo=mirror.memo)
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
+        fresh = mirror.table.fresh[rows] & mirror.table.has_view[rows]
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
+    _rescore(cache, mirror.table.index, rows, fresh, verdicts.scores, scorer)
     return verdicts.scores

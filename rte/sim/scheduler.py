@@ -19,7 +19,8 @@ answers. With ``verify`` every cycle also recomputes every node from
 scratch on the scalar path and raises if the memo differs (tests use it).
 
 **One cycle with the extender.** Each node is evaluated by the consumer's own cycle steps
-(:func:`rte.consumer.cycle.filter_one`, :func:`~rte.consumer.cycle.score_one`) and verdicts
+(:func:`rte.consumer.cycle.filter_one`, :func:`~rte.consumer.cycle.score_one` on what
+:func:`~rte.consumer.cycle.score_lookup` gives: the reserve cache's best estimate) and verdicts
 reach the cache through :func:`~rte.consumer.cycle.record_verdict`, as in the extender.
 Replaying thousands of unchanged verdicts per cycle would dominate the run, so the simulator
 mirrors the only state those calls change that matters (the streak and the dirty mark, which
@@ -33,7 +34,7 @@ from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 
 from rte.consumer.cache.interface import Lookup, NRTCache
-from rte.consumer.cycle import filter_one, record_outcome, score_one
+from rte.consumer.cycle import filter_one, record_outcome, score_lookup, score_one
 from rte.consumer.kernel.decide import decide
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.requests import PreparedPod
@@ -177,7 +178,8 @@ class SimScheduler:
         self._lookups[shape][node] = (verdict.fits, verdict.reason, lookup)
         if not verdict.fits:
             return None
-        return score_one(prep, lookup, self.scorers[shape], self.cache.config.load)
+        scored = score_lookup(self.cache, self.names[node], lookup)
+        return score_one(prep, scored, self.scorers[shape], self.cache.config.load)
 
     def _refresh(self, shape: int) -> None:
         dirty = self._dirty[shape]
@@ -215,8 +217,13 @@ class SimScheduler:
         assert verdicts.scores is not None
         feasible, numa_fail = self._feasible[shape], self._numa_fail[shape]
         memo = self._lookups[shape]
+        scores = verdicts.scores.tolist()
+        for k, (node, lookup) in enumerate(zip(nodes, lookups, strict=True)):
+            scored = score_lookup(self.cache, self.names[node], lookup)
+            if scored is not lookup and verdicts.fits[k]:
+                scores[k] = score_one(self.shapes[shape], scored, self.scorers[shape], self.cache.config.load)
         for node, lookup, fits, reason, score in zip(
-            nodes, lookups, verdicts.fits.tolist(), verdicts.reasons(), verdicts.scores.tolist(), strict=True
+            nodes, lookups, verdicts.fits.tolist(), verdicts.reasons(), scores, strict=True
         ):
             memo[node] = (fits, reason, lookup)
             if fits:

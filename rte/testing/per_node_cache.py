@@ -8,7 +8,10 @@ batched calls, so a test can hold the two paths equal and a benchmark can time t
 
 from __future__ import annotations
 
-from rte.consumer.cache.interface import Lookup, NRTCache
+from collections.abc import Collection
+
+from rte.consumer.cache.interface import Lookup, NRTCache, ScoreViewsCache
+from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod
 
 
@@ -36,3 +39,7 @@ class PerNodeCache:
 
     def unreserve(self, node: str, pod: Pod) -> None:
         self._cache.unreserve(node, pod)
+
+    def score_views(self, nodes: Collection[str] | None = None) -> dict[str, NumaView]:
+        # Not a batched call: Score's views, which both paths must rate alike.
+        return self._cache.score_views(nodes) if isinstance(self._cache, ScoreViewsCache) else {}

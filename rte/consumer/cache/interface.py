@@ -119,3 +119,14 @@ class BatchedCache(Protocol):
         trusted) are marked maybe over-reserved; returns :meth:`NRTCache.unfresh_reason` of
         each of ``unfresh``."""
         ...
+
+
+@runtime_checkable
+class ScoreViewsCache(Protocol):
+    """A cache whose Score may rate other views than Filter decides on: the reserve cache's best
+    estimates (:mod:`rte.consumer.cache.estimate`). A cache without it scores what it serves."""
+
+    def score_views(self, nodes: Collection[str] | None = None) -> dict[str, NumaView]:
+        """Under one lock, the views Score rates where they differ from the (fresh) view
+        :meth:`NRTCache.get` serves: of ``nodes``, or of every node (None)."""
+        ...

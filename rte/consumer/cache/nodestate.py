@@ -7,6 +7,7 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.config import LoadAwareConfig
+from rte.consumer.cache.estimate import best_estimate
 from rte.consumer.cache.lowerbound import mark_lower_bound
 from rte.consumer.cache.placement import negated
 from rte.consumer.cache.podlog import PodLog
@@ -67,6 +68,11 @@ class NodeState:
     """Memo of the view of :attr:`topology` alone; rebuilt only when the topology changes."""
     view: NumaView | None = None
     """Memo of the served view (reservations applied); rebuilt when reservations change."""
+    estimate: NumaView | None = None
+    """Memo of :meth:`estimated_view` (Score's view); rebuilt when the served view is."""
+    charges: dict[object, ZoneCharge | None] | None = None
+    """The admission model's zones for the estimate, by pod shape and state (:mod:`.estimate`);
+    dropped with the NRT."""
     view_topology: NodeTopology | None = None
     """Memo of :meth:`reserved_topology`."""
     invalidations: int = 0
@@ -84,9 +90,11 @@ class NodeState:
     def invalidate(self, topology_changed: bool = False) -> None:
         self.invalidations += 1
         self.view = None
+        self.estimate = None
         self.view_topology = None
         if topology_changed:
             self.base_view = None
+            self.charges = None
 
     def token(self) -> tuple[int, bool, bool]:
         """Equal before and after a change only if the change left the node's lookup as it was
@@ -107,6 +115,21 @@ class NodeState:
             view = subtract_placed(subtract_requests(base, everywhere), placed)
             self.view = mark_lower_bound(view)  # never more than the kubelet has: see .lowerbound
         return self.view
+
+    def estimated_view(self, load_config: LoadAwareConfig) -> NumaView:
+        """The view Score rates: the best estimate of the kubelet's state (:mod:`.estimate`)."""
+        served = self.served_view(load_config)
+        if not self.reservations:
+            return served
+        if self.estimate is None:
+            assert self.base_view is not None
+            admitted = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
+            pending = [r for key, r in self.reservations.items() if not self.narrowed(key, r)]
+            base = subtract_placed(self.base_view, negated(self.credits))
+            if self.charges is None:
+                self.charges = {}
+            self.estimate = best_estimate(base, admitted, pending, self.charges)
+        return self.estimate
 
     def narrowed(self, key: PodKey, reservation: Reservation) -> bool:
         """Whether the reservation is taken from its zones only: it has them, and its pod is

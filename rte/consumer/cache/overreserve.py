@@ -48,11 +48,13 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from rte.consumer.cache import reconcile
 from rte.consumer.cache.batched import BatchedLookups, Deadlines
 from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
+from rte.consumer.cache.estimate import ScoreViewNodes, ScoreViews
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
@@ -78,7 +80,7 @@ from rte.model.topology import NodeTopology
 log = logging.getLogger(__name__)
 
 
-class OverReserveCache(BatchedLookups, ReserveStateDump):
+class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
     """The reserve cache; see the module docstring for the rules."""
 
     mode = "OverReserve"
@@ -97,6 +99,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
         self._history = self._config.reconcile is Reconcile.HISTORY
         # Zone-wise reservations need the whole view: not with load-filtered zones.
         self._predicts = self._history and self._config.load.mode is LoadMode.OFF
+        self._score_nodes = ScoreViewNodes()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -175,11 +178,15 @@ class OverReserveCache(BatchedLookups, ReserveStateDump):
             zones = None
             st.reservations.pop(pod.key, None)
             st.invalidate()
-            if reconcile.in_flight(st):
+            spread = reconcile.in_flight(st)
+            if spread:
                 reconcile.spread_in_flight(st)
             elif self._predicts and st.topology is not None:
                 zones = predicted_charge(st.served_view(self._config.load), pod)
-            st.reservations[pod.key] = Reservation.for_pod(pod, now, zones=zones)
+            reservation = Reservation.for_pod(pod, now, zones=zones)
+            if zones is None and self._predicts and st.topology is not None and not spread:
+                reservation = replace(reservation, unpredictable=True)
+            st.reservations[pod.key] = reservation
             st.invalidate()
             self._changes.note(node)
 

@@ -61,7 +61,34 @@ def zones_the_kubelet_may_choose(view: NumaView, chosen: int) -> tuple[int, ...]
 
 
 def predicted_charge(view: NumaView, pod: Pod) -> ZoneCharge | None:
-    """The pod's request on each zone the kubelet may give it (see the module docstring), or None."""
+    """The pod's request on each zone the kubelet may give it (see the module docstring), or None.
+
+    The zone the model chose comes last (:func:`chosen_zone`)."""
+    admitted = _admitted_zone(view, pod)
+    if admitted is None:
+        return None
+    chosen, taken = admitted
+    return {view.ids[i]: dict(taken) for i in zones_the_kubelet_may_choose(view, chosen)}
+
+
+def estimated_charge(view: NumaView, pod: Pod) -> ZoneCharge | None:
+    """The pod's request on the one zone the kubelet picks if ``view`` is its exact state: a best
+    estimate for Score (:mod:`rte.consumer.cache.estimate`), never for Filter; None as
+    :func:`predicted_charge`."""
+    admitted = _admitted_zone(view, pod)
+    if admitted is None:
+        return None
+    chosen, taken = admitted
+    return {view.ids[chosen]: taken}
+
+
+def chosen_zone(charge: ZoneCharge) -> int:
+    """The NUMA id the admission model chose, of a charge made by :func:`predicted_charge`."""
+    return list(charge)[-1]
+
+
+def _admitted_zone(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
+    """(position of the single zone the model admits the pod on, what it takes there), or None."""
     prep = prepare_pod(pod)
     units = kubelet_units(prep, view.facts, units_key(view.facts))
     if len(units) != 1:
@@ -87,4 +114,4 @@ def predicted_charge(view: NumaView, pod: Pod) -> ZoneCharge | None:
     request = {r: q for r, q in effective_request(pod).items() if q > 0 and r in view.resource_names}
     if taken != request:
         return None  # part of the request is not charged to the zone (shared pool, reuse): unknown
-    return {view.ids[i]: dict(taken) for i in zones_the_kubelet_may_choose(view, chosen)}
+    return chosen, taken

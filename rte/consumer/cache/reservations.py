@@ -10,7 +10,7 @@ document (``pkg/noderesourcetopology/cache/docs/NUMA-aware-scheduler-side-reserv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rte.consumer.numaview import NumaView
@@ -37,6 +37,12 @@ class Reservation:
     zones: Mapping[int, Mapping[str, Amount]] | None = None
     """What the kubelet takes from each zone (NUMA id -> resource -> amount), when the cache knew
     it exactly (:mod:`rte.consumer.cache.predict`); None: the request is taken from every zone."""
+    unpredictable: bool = field(default=False, compare=False)
+    """The admission model could not tell its zone when it was placed alone on its way: Score's
+    estimate charges it on every zone without asking the model again."""
+    pod: Pod | None = field(default=None, compare=False, repr=False)
+    """The pod reserved, for the admission model's best estimate of its zone (Score only,
+    :mod:`rte.consumer.cache.estimate`); None when not known."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -52,7 +58,7 @@ class Reservation:
     ) -> Reservation:
         # What the kubelet will hold: sidecars add to the app containers. The reference's sum
         # (sidecars as plain init containers) under-reserves a pod with sidecars.
-        return cls(pod.namespace, pod.name, pod.uid, kubelet_pod_request(pod), now, source, zones)
+        return cls(pod.namespace, pod.name, pod.uid, kubelet_pod_request(pod), now, source, zones, pod=pod)
 
     def to_dict(self) -> dict[str, Any]:
         return {

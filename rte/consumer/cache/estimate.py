@@ -1,0 +1,161 @@
+"""Filter on the safe lower bound, Score on the best estimate: the reserve cache's score views.
+
+The view the reserve cache serves (:meth:`NodeState.served_view
+<rte.consumer.cache.nodestate.NodeState.served_view>`) never shows more than the kubelet has
+(:mod:`rte.consumer.cache.lowerbound`): a pod in flight is charged on *every* zone it may land on.
+That is what keeps Filter from causing a TopologyAffinityError, but it makes a node with a pod in
+flight look fuller on every zone than it will be, so Score ranks it lower than a scheduler that
+knows the kubelets would (the simulator's oracle, :mod:`rte.sim.oracle`), the cluster fills in
+another order and fragments differently: near saturation, more pods then fit on no node at all.
+
+Score cannot cause a TopologyAffinityError: it only orders nodes that passed Filter, and Filter
+keeps deciding on the lower bound. So Score may rate the *best estimate* of each node instead:
+the adopted NRT (ended pods' holds given back, as in the served view), each admitted pod whose
+zone the cache learnt charged on that zone only (:func:`~rte.consumer.cache.predict.chosen_zone`,
+not on the zones the kubelet might prefer to it), then every other reserved pod charged, in the
+order it was reserved (the order the kubelet admits them in), on the zone the admission model
+picks on the estimate so far (:func:`~rte.consumer.cache.predict.estimated_charge`), or on every
+zone when the model cannot tell (several units, a split the counts cannot pin down). When the
+NRT is exact, that is the state the kubelet will reach: the oracle's view. A pod placed alone on
+its way keeps the zone predicted when it was placed (:mod:`~rte.consumer.cache.predict`, on the
+lower bound then): running the admission model again per pod and node costs about a millisecond
+on 8-zone nodes, as much as the rest of a scheduling cycle over 5000 nodes; the kubelet may
+still pick a zone before it, when admitted pods' charges hid room there.
+
+The estimate shows at least what the served view shows on every zone (each pod is charged on
+one of the zones the served view charges it on, or on the same ones), so a pod that passes Filter
+fits the estimate too and gets a score from it. A node without reservations has one view for both.
+
+Which nodes have a score view of their own is kept current from the change logs
+(:class:`ScoreViewNodes`): every change of a node's reservations is noted in the cache's own log
+(as for the kernel's mirror, :mod:`rte.consumer.cache.batched`), or comes with a new NRT in the
+store's, so a front end asks for the few nodes with reservations, not for every node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
+from rte.consumer.cache.config import CacheConfig
+from rte.consumer.cache.interface import Clock
+from rte.consumer.cache.predict import ZoneCharge, chosen_zone, estimated_charge
+from rte.consumer.cache.reservations import Reservation, subtract_placed
+from rte.consumer.changelog import ChangeLog
+from rte.consumer.numaview import NumaView, subtract_requests
+from rte.consumer.store import NRTStore
+from rte.model.pod import Pod
+
+if TYPE_CHECKING:  # the node state builds its score view with this module
+    from rte.consumer.cache.nodestate import NodeState
+
+
+MEMO_LIMIT = 64
+"""Charges a node remembers (per pod shape and state) before starting over."""
+
+
+def _shape(pod: Pod) -> tuple[object, ...] | None:
+    """What decides a one-container pod's admission, hashable; None for any other pod."""
+    if len(pod.containers) != 1 or pod.init_containers or pod.overhead or pod.resources is not None:
+        return None
+    c = pod.containers[0]
+    return (pod.qos_class, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
+
+
+def _charge(view: NumaView, pod: Pod, memo: dict[object, ZoneCharge | None]) -> ZoneCharge | None:
+    """:func:`estimated_charge`, remembered per pod shape and zone amounts in ``memo`` (the
+    node's: its other inputs change only with its NRT, which drops the memo): pods of one
+    shape are placed again and again, and the model costs about a millisecond on 8 zones."""
+    shape = _shape(pod)
+    if shape is None:
+        return estimated_charge(view, pod)
+    key = (shape, tuple(tuple(sorted(zone.items())) for zone in view.zone_available))
+    if key not in memo:
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = estimated_charge(view, pod)
+    return memo[key]
+
+
+def best_estimate(
+    base: NumaView,
+    admitted: Iterable[ZoneCharge],
+    pending: Iterable[Reservation],
+    memo: dict[object, ZoneCharge | None],
+) -> NumaView:
+    """``base`` with each ``admitted`` pod charged on its chosen zone, then each ``pending`` one,
+    in order, on the zone the admission model picks (every zone when it cannot tell)."""
+    view = subtract_placed(base, [{(z := chosen_zone(c)): c[z]} for c in admitted])
+    for reservation in pending:
+        if reservation.zones:  # predicted when it was placed: no second run of the admission model
+            z = chosen_zone(reservation.zones)
+            view = subtract_placed(view, [{z: reservation.zones[z]}])
+            continue
+        pod = None if reservation.unpredictable else reservation.pod
+        charge = None if pod is None else _charge(view, pod, memo)
+        if charge is None:
+            view = subtract_requests(view, [reservation.request])
+        else:
+            view = subtract_placed(view, [charge])
+    return view
+
+
+class ScoreViewNodes:
+    """The nodes that may have reservations (so a score view of their own), kept from the store's
+    change log and the cache's: a node gains a reservation only with a note in one of them."""
+
+    def __init__(self) -> None:
+        self.nodes: set[str] = set()
+        self._cursor: tuple[int, int] | None = None
+
+    def candidates(self, store: NRTStore, changes: ChangeLog, known: Iterable[str]) -> set[str]:
+        """The nodes to check now: those kept, and those changed since the last call (every one
+        of ``known`` and the store's on the first call, or when a log no longer reaches back)."""
+        stored_at, own_at = (None, None) if self._cursor is None else self._cursor
+        generation, stored = store.changed_since(stored_at)
+        own = changes.since(own_at)
+        self._cursor = (generation, changes.serial)
+        if stored is None or own is None:
+            self.nodes = {*known, *store.nodes()}
+        else:
+            self.nodes.update(stored)
+            self.nodes.update(own)
+        return self.nodes
+
+
+class ScoreViews:
+    """:meth:`score_views` for the reserve cache (:class:`~.interface.ScoreViewsCache`)."""
+
+    _store: NRTStore
+    _config: CacheConfig
+    _clock: Clock
+    _lock: threading.Lock | threading.RLock
+    _changes: ChangeLog
+    _nodes: dict[str, NodeState]
+    _predicts: bool
+    _score_nodes: ScoreViewNodes
+
+    def score_views(self, nodes: Collection[str] | None = None) -> dict[str, NumaView]:
+        """Under one lock, the views Score rates where they differ from the view :meth:`get`
+        serves: of ``nodes``, or of every node (None). See the module docstring.
+
+        Read as the nodes stand: a node is not brought up to date with the store here (that is
+        :meth:`get`'s business, and the caller scores what it filtered), and freshness is the
+        caller's to check, on the lookup it decided on."""
+        with self._lock:
+            if not self._predicts:
+                return {}  # no zone is ever predicted: both views are the served one
+            if nodes is None:
+                nodes = self._score_nodes.candidates(self._store, self._changes, self._nodes)
+                keep = self._score_nodes.nodes
+            else:
+                keep = set()
+            views: dict[str, NumaView] = {}
+            for node in list(nodes):
+                st = self._nodes.get(node)
+                if st is None or not st.reservations:
+                    keep.discard(node)
+                elif st.topology is not None:
+                    views[node] = st.estimated_view(self._config.load)
+            return views
