@@ -42,6 +42,8 @@ from bench.timing import Row
 from rte.model.nrt import LIST_KIND, to_nrt
 
 MiB = 2**20
+EXTENDER_SRC = ""
+"""``--extender-src``: the checkout whose ``rte`` the extender runs (empty: this one)."""
 STARTUP_NODES = 5000
 RSS_NODES = 20_000
 CANDIDATES = 1000
@@ -74,8 +76,11 @@ class Extender:
         argv += ["--nrt-file", str(nrt_file)] if nrt_file is not None else []
         argv += ["--listen", f"127.0.0.1:{self.port}", "--cache-resync-period", "5s"]
         argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
+        env = dict(os.environ)
+        if EXTENDER_SRC:  # another checkout's rte (e.g. main's), for a baseline in the same run
+            env["PYTHONPATH"] = os.pathsep.join([EXTENDER_SRC, env.get("PYTHONPATH", "")])
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         try:
             self.ready_after = self._wait_ready()
         except BaseException:
@@ -274,7 +279,10 @@ def main() -> None:
         metavar="N",
         help="also N NRTs via --kubeconfig",
     )
+    parser.add_argument("--extender-src", default="", help="run the extender from this checkout (baseline)")
     args = parser.parse_args()
+    global EXTENDER_SRC
+    EXTENDER_SRC = args.extender_src
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
     for nodes in args.nodes:
         m = measure(nodes, args.candidates)

@@ -96,7 +96,13 @@ class _SNRT(msgspec.Struct, gc=False):
     topologyPolicies: list[str] | None = None
 
 
+class _SPage(msgspec.Struct, gc=False):
+    metadata: dict[str, Any] | None = None
+    items: list[msgspec.Raw] | None = None
+
+
 _NRT_DECODER = msgspec.json.Decoder(_SNRT)
+_PAGE = msgspec.json.Decoder(_SPage)
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
@@ -248,6 +254,24 @@ class CompactReader:
             labels=self._string_map(meta.labels),
             owner_references=owners,
         )
+
+
+def list_page(data: bytes) -> tuple[Mapping[str, Any], list[msgspec.Raw] | list[Any]]:
+    """A page of an NRT list from the apiserver: its metadata and its items as JSON bytes (for
+    :meth:`CompactReader.read_raw`), nothing of them decoded yet. Decoding a page of 500 8-zone
+    NRTs whole made 15 MiB of dicts per page, which freed left scattered as RSS. A body of
+    another shape is decoded whole: its items are then objects (or whatever they are).
+    """
+    try:
+        page = _PAGE.decode(data)
+        return page.metadata or {}, page.items or []
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    body = decode_json(data, "NRT list")
+    if not isinstance(body, Mapping):
+        raise InputError("NRT list", f"expected an object, got {type(body).__name__}")
+    items = body.get("items")
+    return body.get("metadata") or {}, items if isinstance(items, list) else []
 
 
 def _raw_items(path: Path) -> list[tuple[str, msgspec.Raw | bytes]] | None:
