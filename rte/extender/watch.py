@@ -19,6 +19,7 @@ from rte.consumer.store import DELETED, NRTStore, heartbeat_from_lease
 from rte.errors import InputError
 from rte.extender.service import ExtenderService
 from rte.model.topology import NodeTopology
+from rte.runtime.heap import release_free_heap
 from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
@@ -131,6 +132,9 @@ class ClusterFeeds:
     def _nrt_list(self, topologies: list[NodeTopology | None]) -> None:
         self.store.replace_all(t for t in topologies if t is not None)
         self.service.nrt_listed()
+        # The pages' bytes and the reading's temporaries are freed by now, and would stay
+        # resident among the topologies otherwise (rte.runtime.heap).
+        release_free_heap()
 
     def _nrt_event(self, event_type: str, obj: Obj) -> None:
         try:
