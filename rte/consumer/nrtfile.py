@@ -124,6 +124,13 @@ class CompactReader:
         self._texts: dict[str, str] = {}
         self._quantities: dict[str, Amount] = {}
 
+    @staticmethod
+    def _own(text: str) -> str:
+        """A copy of a text that no other NRT has (its name, its owner's uid), not remembered:
+        the reader of an extender's watch lives as long as the process, and 20 000 names in
+        :attr:`_texts` would be kept there for nothing."""
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+
     def _shared_tuple(self, items: list[T]) -> tuple[T, ...]:
         key = (tuple, *map(id, items))
         shared = self._parts.get(key)
@@ -135,7 +142,7 @@ class CompactReader:
         shared = self._texts.get(text)
         if shared is None:
             # A copy: the decoded object's own string would keep its memory block alive.
-            shared = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+            shared = self._own(text)
             self._texts[shared] = shared
         return shared
 
@@ -242,11 +249,11 @@ class CompactReader:
             raise _NotPlain
         meta, text = nrt.metadata, self._text
         owners = tuple(
-            OwnerReference(text(o.apiVersion), text(o.kind), text(o.name), text(o.uid))
+            OwnerReference(text(o.apiVersion), text(o.kind), self._own(o.name), self._own(o.uid))
             for o in meta.ownerReferences or ()
         )
         return NodeTopology(
-            name=text(meta.name),
+            name=self._own(meta.name),
             zones=self._shared_tuple([self._zone(z) for z in nrt.zones or ()]),
             attributes=self._attributes(nrt.attributes),
             topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from rte.consumer.nrtfile import list_page
+from rte.consumer.nrtfile import CompactReader, list_page
 from rte.consumer.store import NRTStore
 from rte.extender.watch import ClusterFeeds
 from rte.model.nrt import from_nrt
@@ -73,3 +73,14 @@ def test_listed_pages_are_read_from_bytes_and_malformed_items_left_out(
         assert store.get(obj["metadata"]["name"]) == from_nrt(obj)
     assert whole_pages == []  # each page was decoded whole into dicts before
     assert "malformed NodeResourceTopology broken" in caplog.text
+
+
+def test_the_watch_reader_remembers_no_node_names() -> None:
+    # The extender's reader lives as long as the process: it keeps the texts NRTs share
+    # (zone and resource names), not one entry per node.
+    reader = CompactReader()
+    read = [reader.read(nrt(f"worker-{i}", ZONES, pods=[])) for i in range(50)]
+    assert [t.name for t in read] == [f"worker-{i}" for i in range(50)]
+    assert read == [from_nrt(nrt(f"worker-{i}", ZONES, pods=[])) for i in range(50)]
+    assert len(reader._texts) < 20  # was 50 names more
+    assert read[0].zones is read[1].zones
