@@ -301,14 +301,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="how many times each --through-apiserver N")
     args = parser.parse_args()
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
-    for nodes in args.nodes:
-        m = measure(nodes, args.candidates)
-        print(
-            f"  {nodes:6d} NRTs ({m['file_mib']:5.1f} MiB JSON): ready after {m['ready_s']:6.2f} s; "
-            f"first round trip ({args.candidates} candidates) {m['first_ms']:7.1f} ms, "
-            f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
-        )
+    global EXTENDER_SRC
     sources = args.extender_src
+    for nodes in args.nodes:
+        for source in sources * args.rounds:
+            EXTENDER_SRC = source
+            m = measure(nodes, args.candidates)
+            print(
+                f"  {nodes:6d} NRTs ({m['file_mib']:5.1f} MiB JSON), rte from {source or 'this checkout'}: "
+                f"ready after {m['ready_s']:6.2f} s; first round trip ({args.candidates} candidates) "
+                f"{m['first_ms']:7.1f} ms, then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
+            )
     for nodes in args.through_apiserver:
         runs = sources * args.rounds  # alternating, against one double filled once
         for source, m in zip(runs, measure_cluster(nodes, args.candidates, runs), strict=True):
