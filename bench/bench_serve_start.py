@@ -14,7 +14,8 @@ and ``config`` parts, :mod:`rte.runtime.kubeimport`; pods by a plain GET) agains
 package and the generated ``CoreV1Api`` it used before, in fresh processes alternating.
 
 ``--through-apiserver N`` serves N NRTs listed and watched from the apiserver double instead
-(``--kubeconfig``; the double answers slowly, so "ready after" is mostly its time).
+(``--kubeconfig``); ``--extender-src DIR ... --rounds R`` runs the extenders of these checkouts
+(say main's and this one's, ``''``) alternately against one double: a baseline in the same run.
 
 Run: ``python -m bench.bench_serve_start [--nodes N ...] [--client-import] [--through-apiserver N ...]``.
 """
@@ -42,6 +43,8 @@ from bench.timing import Row
 from rte.model.nrt import LIST_KIND, to_nrt
 
 MiB = 2**20
+EXTENDER_SRC = ""
+"""``--extender-src``: the checkout whose ``rte`` the extender runs (empty: this one)."""
 STARTUP_NODES = 5000
 RSS_NODES = 20_000
 CANDIDATES = 1000
@@ -74,8 +77,14 @@ class Extender:
         argv += ["--nrt-file", str(nrt_file)] if nrt_file is not None else []
         argv += ["--listen", f"127.0.0.1:{self.port}", "--cache-resync-period", "5s"]
         argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
+        env = dict(os.environ)
+        if EXTENDER_SRC:  # another checkout's rte (e.g. main's), for a baseline in the same run;
+            # run from there too: ``python -m`` puts the working directory first on sys.path
+            env["PYTHONPATH"] = os.pathsep.join([EXTENDER_SRC, env.get("PYTHONPATH", "")])
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=EXTENDER_SRC or None
+        )
         try:
             self.ready_after = self._wait_ready()
         except BaseException:
@@ -192,13 +201,16 @@ def measure(nodes: int, candidates: int) -> dict[str, float]:
             extender.stop()
 
 
-def measure_cluster(nodes: int, candidates: int) -> dict[str, float]:
+def measure_cluster(nodes: int, candidates: int, sources: list[str] | None = None) -> list[dict[str, float]]:
     """As :func:`measure`, the NRTs listed and watched from the apiserver double (``--kubeconfig``,
-    the deployed path) instead of read from a file. The double's store is filled directly (its
-    schema validation would take minutes at 20 000), and it runs in this process."""
+    the deployed path) instead of read from a file, once per checkout in ``sources`` ("" this
+    one), one after the other against the same double. The double's store is filled directly
+    (its schema validation would take minutes at 20 000), and it runs in this process."""
     from rte.testing.apiserver import FakeApiServer
 
+    global EXTENDER_SRC
     rng = random.Random(42)
+    results = []
     with tempfile.TemporaryDirectory() as tmp, FakeApiServer() as api:
         api.install_crd()
         for i in range(nodes):
@@ -206,22 +218,27 @@ def measure_cluster(nodes: int, candidates: int) -> dict[str, float]:
             obj["metadata"]["uid"] = f"bench-{i}"
             api.storage.create("noderesourcetopologies", obj)
         kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
-        extender = Extender(None, "--kubeconfig", str(kubeconfig))
-        try:
-            names = [
-                f"worker-{i:05d}"
-                for i in sorted(random.Random(7).sample(range(nodes), min(candidates, nodes)))
-            ]
-            first = extender.round_trip(names)
-            later = statistics.median(extender.round_trip(names) for _ in range(7))
-            return {
-                "ready_s": extender.ready_after,
-                "first_ms": first * 1000,
-                "later_ms": later * 1000,
-                "rss_mib": extender.rss() / MiB,
-            }
-        finally:
-            extender.stop()
+        for source in sources or [EXTENDER_SRC]:
+            EXTENDER_SRC = source
+            extender = Extender(None, "--kubeconfig", str(kubeconfig))
+            try:
+                names = [
+                    f"worker-{i:05d}"
+                    for i in sorted(random.Random(7).sample(range(nodes), min(candidates, nodes)))
+                ]
+                first = extender.round_trip(names)
+                later = statistics.median(extender.round_trip(names) for _ in range(7))
+                results.append(
+                    {
+                        "ready_s": extender.ready_after,
+                        "first_ms": first * 1000,
+                        "later_ms": later * 1000,
+                        "rss_mib": extender.rss() / MiB,
+                    }
+                )
+            finally:
+                extender.stop()
+    return results
 
 
 def summary() -> list[Row]:
@@ -274,22 +291,35 @@ def main() -> None:
         metavar="N",
         help="also N NRTs via --kubeconfig",
     )
+    parser.add_argument(
+        "--extender-src",
+        nargs="*",
+        default=[""],
+        metavar="DIR",
+        help="run the extender from these checkouts, alternately ('' this one), against one double",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="how many times each --through-apiserver N")
     args = parser.parse_args()
     print(f"rte extender --nrt-file (OverReserve), {os.cpu_count()} CPUs")
+    global EXTENDER_SRC
+    sources = args.extender_src
     for nodes in args.nodes:
-        m = measure(nodes, args.candidates)
-        print(
-            f"  {nodes:6d} NRTs ({m['file_mib']:5.1f} MiB JSON): ready after {m['ready_s']:6.2f} s; "
-            f"first round trip ({args.candidates} candidates) {m['first_ms']:7.1f} ms, "
-            f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
-        )
+        for source in sources * args.rounds:
+            EXTENDER_SRC = source
+            m = measure(nodes, args.candidates)
+            print(
+                f"  {nodes:6d} NRTs ({m['file_mib']:5.1f} MiB JSON), rte from {source or 'this checkout'}: "
+                f"ready after {m['ready_s']:6.2f} s; first round trip ({args.candidates} candidates) "
+                f"{m['first_ms']:7.1f} ms, then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
+            )
     for nodes in args.through_apiserver:
-        m = measure_cluster(nodes, args.candidates)
-        print(
-            f"  {nodes:6d} NRTs through the apiserver double (--kubeconfig): "
-            f"ready after {m['ready_s']:6.2f} s; first round trip {m['first_ms']:7.1f} ms, "
-            f"then median {m['later_ms']:6.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
-        )
+        runs = sources * args.rounds  # alternating, against one double filled once
+        for source, m in zip(runs, measure_cluster(nodes, args.candidates, runs), strict=True):
+            print(
+                f"  {nodes:6d} NRTs through the apiserver double (--kubeconfig), rte from "
+                f"{source or 'this checkout'}: ready after {m['ready_s']:6.2f} s; first round trip "
+                f"{m['first_ms']:.1f} ms, then median {m['later_ms']:.1f} ms; RSS {m['rss_mib']:6.1f} MiB"
+            )
     if args.client_import:
         row = _client_import_row(client_import())
         print(f"  {row.what}: {row.figure}")

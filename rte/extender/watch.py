@@ -12,11 +12,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rte.consumer.nrtfile import CompactReader
+import msgspec
+
+from rte.consumer.nrtfile import CompactReader, list_page
 from rte.consumer.store import DELETED, NRTStore, heartbeat_from_lease
 from rte.errors import InputError
 from rte.extender.service import ExtenderService
 from rte.model.topology import NodeTopology
+from rte.runtime.heap import release_free_heap
 from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
@@ -58,6 +61,7 @@ class ClusterFeeds:
                 on_list=self._nrt_list,
                 on_event=self._nrt_event,
                 read_item=self._nrt_listed,
+                decode_page=list_page,
                 **reflector_options,
             )
         ]
@@ -112,17 +116,25 @@ class ClusterFeeds:
 
     # --- NRTs ----------------------------------------------------------------------------
 
-    def _nrt_listed(self, item: Obj) -> NodeTopology | None:
-        """One listed NRT, read as its page arrives (None: malformed, logged and left out)."""
+    def _nrt_listed(self, item: msgspec.Raw | Any) -> NodeTopology | None:
+        """One listed NRT, read as its page arrives: its JSON bytes (:func:`list_page`), or an
+        object when the page was decoded whole. None: not an object (left out, as the reflector
+        leaves out such items of other lists), or malformed (logged and left out)."""
         try:
-            return self._reader.read(item)
+            if isinstance(item, msgspec.Raw):
+                return self._reader.read_raw(item, strict=False)
+            return self._reader.read(item) if isinstance(item, Mapping) else None
         except InputError as e:
-            log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(item), e)
+            obj = item if isinstance(item, Mapping) else _decoded(item)
+            log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(obj), e)
             return None
 
     def _nrt_list(self, topologies: list[NodeTopology | None]) -> None:
         self.store.replace_all(t for t in topologies if t is not None)
         self.service.nrt_listed()
+        # The pages' bytes and the reading's temporaries are freed by now, and would stay
+        # resident among the topologies otherwise (rte.runtime.heap).
+        release_free_heap()
 
     def _nrt_event(self, event_type: str, obj: Obj) -> None:
         try:
@@ -162,7 +174,15 @@ class ClusterFeeds:
             self.store.observe_heartbeat(*beat)
 
 
-def _name(obj: Obj) -> str:
-    metadata = obj.get("metadata")
+def _decoded(raw: msgspec.Raw) -> Any:
+    """A listed item's JSON decoded, only to name it in a warning (anything undecodable: None)."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _name(obj: Any) -> str:
+    metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
     name = metadata.get("name") if isinstance(metadata, Mapping) else None
     return name if isinstance(name, str) else ""

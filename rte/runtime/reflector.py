@@ -32,7 +32,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from rte.errors import InputError
@@ -90,6 +90,13 @@ def _events(response: Any) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
+def _objects_of_page(data: bytes) -> tuple[Mapping[str, Any], Iterable[Obj]]:
+    """A list page's metadata and its objects, decoded whole."""
+    body = json.loads(data)
+    page = (i for i in body.get("items") or () if isinstance(i, Mapping))
+    return body.get("metadata") or {}, page
+
+
 class Reflector:
     """List + watch one resource in a background thread; see the module docstring."""
 
@@ -100,7 +107,8 @@ class Reflector:
         *,
         on_list: Callable[[list[Any]], None],
         on_event: Callable[[str, Obj], None],
-        read_item: Callable[[Obj], Any] | None = None,
+        read_item: Callable[[Any], Any] | None = None,
+        decode_page: Callable[[bytes], tuple[Mapping[str, Any], Iterable[Any]]] | None = None,
         page_size: int = 500,
         watch_seconds: int = 300,
         connect_timeout: float = 10.0,
@@ -115,13 +123,18 @@ class Reflector:
         ``read_item``, when given, turns each listed object into what ``on_list`` receives as its
         page arrives, so that a page's decoded JSON is dropped before the next one is read: a
         list of 20 000 NRTs is otherwise held whole as dicts until ``on_list`` (hundreds of MiB
-        of peak, which the process keeps as resident memory)."""
+        of peak, which the process keeps as resident memory).
+
+        ``decode_page``, when given, splits a page's bytes into its list metadata and its items
+        (what ``read_item`` then receives), in place of decoding the whole page to dicts and
+        passing on each object."""
         self.name = name
         self.list_resource_version = list_resource_version
         self._list_call = list_call
         self._on_list = on_list
         self._on_event = on_event
         self._read_item = read_item
+        self._decode_page = decode_page or _objects_of_page
         self.page_size = page_size
         self.watch_seconds = watch_seconds
         self.connect_timeout = connect_timeout
@@ -227,10 +240,8 @@ class Reflector:
                 _request_timeout=(self.connect_timeout, self.connect_timeout + 60.0),
                 **kwargs,
             )
-            body = json.loads(response.data)
-            page = (i for i in body.get("items") or () if isinstance(i, Mapping))
+            metadata, page = self._decode_page(response.data)
             items.extend(page if self._read_item is None else map(self._read_item, page))
-            metadata = body.get("metadata") or {}
             token = metadata.get("continue") or None
             if not token:
                 rv = str(metadata.get("resourceVersion") or "") or None

@@ -249,6 +249,8 @@ class ApiHandler(BaseHTTPRequestHandler):
         self._log_request(code)
         if isinstance(body, str):
             data, ctype = body.encode(), "text/plain; charset=utf-8"
+        elif isinstance(body, bytes):
+            data, ctype = body, "application/json"
         else:
             data, ctype = json.dumps(body).encode(), "application/json"
         self.send_response(code)

@@ -49,7 +49,8 @@ class Request:
 @dataclass
 class Response:
     code: int
-    body: Obj
+    body: Obj | bytes
+    """An object to encode, or JSON already encoded (lists)."""
     changed: bool = False
     warnings: list[str] = field(default_factory=list)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -83,33 +84,44 @@ class Rest:
         res = req.resource
         rv_param(req.query.get("resourceVersion"))
         matches = self._selector(req)
-        start: tuple[str, str] | None = None
-        with self.storage.lock:
-            list_rv = self.storage.rv
+        store = self.storage
+        with store.lock:
+            list_rv = store.rv
+            start: tuple[str, str] | None = None
             token = req.query.get("continue")
             if token:
                 list_rv, start = self._decode_continue(token)
-            items = [o for o in self.storage.items(res.plural, req.namespace) if matches(o)]
-        if start is not None:
-            items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start]
-        meta: Obj = {"resourceVersion": str(list_rv)}
-        try:
-            limit = int(req.query.get("limit") or 0)
-        except ValueError:
-            raise status.bad_request(f"limit: Invalid value: {req.query['limit']!r}") from None
-        if 0 < limit < len(items):
-            last = items[limit - 1]["metadata"]
-            meta["continue"] = self._encode_continue(list_rv, (last.get("namespace", ""), last["name"]))
-            meta["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
-        shown = [self.out(res, req.version, o) for o in items]
-        if not res.custom:
-            # Typed lists of built-in kinds carry kind/apiVersion only on the list itself.
-            for item in shown:
-                del item["apiVersion"], item["kind"]
-        body: Obj = {"apiVersion": res.api_version(req.version), "kind": res.list_kind, "metadata": meta}
-        body["items"] = shown
+            try:
+                limit = int(req.query.get("limit") or 0)
+            except ValueError:
+                raise status.bad_request(f"limit: Invalid value: {req.query['limit']!r}") from None
+            # Selectors only read, so they see the stored objects; only the page is copied.
+            keys = [
+                k
+                for k in store.keys_after(res.plural, start)
+                if (not req.namespace or k[0] == req.namespace) and matches(store.peek(res.plural, k))
+            ]
+            meta: Obj = {"resourceVersion": str(list_rv)}
+            if 0 < limit < len(keys):
+                meta["continue"] = self._encode_continue(list_rv, keys[limit - 1])
+                meta["remainingItemCount"] = len(keys) - limit
+                keys = keys[:limit]
+            variant = f"{res.api_version(req.version)} {res.custom}"
+            shown = functools.partial(self._shown, res, req.version)
+            items = [store.encoded(res.plural, k, variant, shown) for k in keys]
+        head: Obj = {"apiVersion": res.api_version(req.version), "kind": res.list_kind, "metadata": meta}
+        # The bytes json.dumps gives for head plus "items", each item encoded once (Storage.encoded).
+        body = json.dumps(head).encode()[:-1] + b', "items": [' + b", ".join(items) + b"]}"
         return Response(200, body)
+
+    def _shown(self, res: ResourceDef, version: str, obj: Obj) -> Obj:
+        """A list item (``obj`` a copy): typed lists of built-in kinds carry kind/apiVersion only
+        on the list itself."""
+        obj["apiVersion"] = res.api_version(version)
+        obj["kind"] = res.kind
+        if not res.custom:
+            del obj["apiVersion"], obj["kind"]
+        return obj
 
     @staticmethod
     def _encode_continue(rv: int, start: tuple[str, str]) -> str:

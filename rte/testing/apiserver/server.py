@@ -238,7 +238,9 @@ class FakeApiServer(RequestLog):
             body=json.dumps({"apiVersion": res.storage_api_version, "kind": res.kind, **obj}).encode(),
             user_agent=_HELPER_AGENT,
         )
-        return self.rest.create(req).body
+        created = self.rest.create(req).body
+        assert isinstance(created, dict)  # only lists answer pre-encoded bytes
+        return created
 
     def get_object(self, plural: str, name: str, namespace: str | None = None) -> Obj | None:
         return self.storage.get(plural, (namespace or "", name))

@@ -8,7 +8,9 @@ identical to what is stored is not a change: it keeps the resourceVersion and em
 
 from __future__ import annotations
 
+import bisect
 import copy
+import json
 import queue
 import threading
 from collections import deque
@@ -82,6 +84,11 @@ class Storage:
         self._history: deque[Change] = deque()
         self._history_limit = history_limit
         self._watchers: set[Watcher] = set()
+        # For lists (pages of 500 of 20 000 NRTs): keys kept sorted per resource, and each stored
+        # object's JSON per representation, dropped when the object changes. Without them every
+        # page copied, sorted and encoded the whole collection again (over 600 s for 20 000).
+        self._sorted: dict[str, list[Key]] = {}
+        self._encoded: dict[str, dict[Key, dict[str, bytes]]] = {}
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -94,6 +101,34 @@ class Storage:
         with self.lock:
             items = sorted(self._objects.get(resource, {}).items())
             return [copy.deepcopy(o) for (ns, _), o in items if not namespace or ns == namespace]
+
+    def keys_after(self, resource: str, start: Key | None = None) -> list[Key]:
+        """The keys of ``resource`` in order, only those after ``start`` if given."""
+        with self.lock:
+            keys = self._sorted.get(resource)
+            if keys is None:
+                keys = self._sorted[resource] = sorted(self._objects.get(resource, {}))
+            return keys[bisect.bisect_right(keys, start) :] if start is not None else list(keys)
+
+    def peek(self, resource: str, key: Key) -> Obj:
+        """The stored object itself, not a copy: only for reading, with ``lock`` held."""
+        return self._objects[resource][key]
+
+    def encoded(self, resource: str, key: Key, variant: str, render: Callable[[Obj], Obj]) -> bytes:
+        """``json.dumps(render(copy of the object))``, encoded once per object version and
+        ``variant`` (what ``render`` does, e.g. the apiVersion shown) and kept until it changes."""
+        with self.lock:
+            kept = self._encoded.setdefault(resource, {}).setdefault(key, {})
+            data = kept.get(variant)
+            if data is None:
+                shown = render(copy.deepcopy(self._objects[resource][key]))
+                data = kept[variant] = json.dumps(shown).encode()
+            return data
+
+    def _changed(self, resource: str, key: Key, added_or_deleted: bool) -> None:
+        self._encoded.get(resource, {}).pop(key, None)
+        if added_or_deleted:
+            self._sorted.pop(resource, None)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -114,6 +149,7 @@ class Storage:
             stored = copy.deepcopy(obj)
             stored["metadata"]["resourceVersion"] = str(self.rv)
             self._objects.setdefault(resource, {})[key_of(stored)] = stored
+            self._changed(resource, key_of(stored), added_or_deleted=True)
             self._commit(resource, "ADDED", None, stored)
             return copy.deepcopy(stored)
 
@@ -133,12 +169,14 @@ class Storage:
             self.rv += 1
             candidate["metadata"]["resourceVersion"] = str(self.rv)
             self._objects[resource][key] = candidate
+            self._changed(resource, key, added_or_deleted=False)
             self._commit(resource, "MODIFIED", current, candidate)
             return copy.deepcopy(candidate), True
 
     def delete(self, resource: str, key: Key) -> Obj:
         with self.lock:
             current = self._objects[resource].pop(key)
+            self._changed(resource, key, added_or_deleted=True)
             self.rv += 1
             final = copy.deepcopy(current)
             final["metadata"]["resourceVersion"] = str(self.rv)
