@@ -14,7 +14,10 @@ import sys
 import tracemalloc
 
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cache.podlog import DEFAULT_LIMIT, PodLog
+from rte.consumer.store import NRTStore
+from rte.model.topology import NodeTopology, ResourceInfo, Zone
 
 CONTAINERS = ("reservations", "live", "holds", "credits")
 
@@ -23,6 +26,24 @@ def shallow(objects: list[object]) -> int:
     """Bytes of these objects, each counted once (shared empties are counted a single time)."""
     seen: dict[int, int] = {id(o): sys.getsizeof(o) for o in objects}
     return sum(seen.values())
+
+
+def through_cache(nodes: int) -> int:
+    """tracemalloc's growth while the cache looks every node up once (each gets its state, adopts
+    its NRT and builds its view), NRTs of one hardware model, no pods."""
+    gib = 2**30
+    resources = (ResourceInfo("cpu", 32, 32, 32), ResourceInfo("memory", 128 * gib, 128 * gib, 128 * gib))
+    zones = tuple(Zone(f"node-{z}", resources=resources) for z in range(2))
+    store = NRTStore()
+    store.replace_all([NodeTopology(name=f"n{i}", zones=zones) for i in range(nodes)])
+    cache = OverReserveCache(store)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(nodes):
+        cache.get(f"n{i}")
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return grown
 
 
 def main() -> None:
@@ -41,6 +62,8 @@ def main() -> None:
     mib = 1024 * 1024
     print(f"nodes={args.nodes} tracemalloc={traced / mib:.2f} MiB getsizeof={total / mib:.2f} MiB")
     print(f"per node: tracemalloc={traced / args.nodes:.0f} B getsizeof={total / args.nodes:.0f} B")
+    grown = through_cache(args.nodes)
+    print(f"through the cache: tracemalloc={grown / mib:.2f} MiB, {grown / args.nodes:.0f} B/node")
 
 
 if __name__ == "__main__":
