@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +11,7 @@ from rte.consumer.cache.config import LoadAwareConfig
 from rte.consumer.cache.estimate import best_estimate
 from rte.consumer.cache.lowerbound import mark_lower_bound
 from rte.consumer.cache.placement import negated
-from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.podlog import PodLog, owned, shared_empty
 from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.cache.reservations import (
     Reservation,
@@ -30,14 +31,18 @@ NO_PODS: frozenset[PodKey] = frozenset()
 
 @dataclass(slots=True)
 class NodeState:
-    """Everything the cache knows about one node (slotted: one per node, 20 000 of them)."""
+    """Everything the cache knows about one node (slotted: one per node, 20 000 of them).
+
+    Its containers start as the shared read-only :data:`~.podlog.EMPTY` (most nodes never write
+    to them); write through the ``own_*`` methods, which give the node a dict of its own.
+    """
 
     topology: NodeTopology | None = None
     revision: int = 0
     """Store revision of :attr:`topology` (0: none)."""
     checked_revision: int = 0
     """Store revision last examined for a Topology Manager config change."""
-    reservations: dict[tuple[str, str], Reservation] = field(default_factory=dict)
+    reservations: Mapping[tuple[str, str], Reservation] = field(default_factory=shared_empty)
     failures: int = 0
     """Filter failures since the last flush (the reference's maybeOverReserved counter)."""
     streak: int = 0
@@ -48,14 +53,14 @@ class NodeState:
     last_compare: Comparison | None = None
     log: PodLog = field(default_factory=PodLog)
     """Reconcile.HISTORY: the node's recent pod sets and their fingerprints."""
-    live: dict[PodKey, Pod] = field(default_factory=dict)
+    live: Mapping[PodKey, Pod] = field(default_factory=shared_empty)
     """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
     accounted_pods: frozenset[PodKey] = NO_PODS
     """Reconcile.HISTORY: the pods the adopted NRT accounts for (its fingerprinted set); read and
     set as :attr:`accounted`."""
-    holds: dict[PodKey, ZoneCharge] = field(default_factory=dict)
+    holds: Mapping[PodKey, ZoneCharge] = field(default_factory=shared_empty)
     """Reconcile.HISTORY: what pods hold on which zone, learnt from two NRTs (:mod:`.placement`)."""
-    credits: dict[PodKey, ZoneCharge] = field(default_factory=dict)
+    credits: Mapping[PodKey, ZoneCharge] = field(default_factory=shared_empty)
     """Reconcile.HISTORY: the holds of ended pods the adopted NRT still charges, given back."""
     tried: tuple[int, int] = (0, 0)
     """(store revision, log version) of the last match attempt: retry only when one changes."""
@@ -86,6 +91,23 @@ class NodeState:
     def accounted(self, pods: frozenset[PodKey]) -> None:
         # Nearly every node's set is empty: one shared empty set, not 216 bytes per node.
         self.accounted_pods = pods if pods else NO_PODS
+
+    # What to write to: the node's own dicts (issue #13: see the class docstring).
+    def own_reservations(self) -> dict[tuple[str, str], Reservation]:
+        self.reservations = mine = owned(self.reservations)
+        return mine
+
+    def own_live(self) -> dict[PodKey, Pod]:
+        self.live = mine = owned(self.live)
+        return mine
+
+    def own_holds(self) -> dict[PodKey, ZoneCharge]:
+        self.holds = mine = owned(self.holds)
+        return mine
+
+    def own_credits(self) -> dict[PodKey, ZoneCharge]:
+        self.credits = mine = owned(self.credits)
+        return mine
 
     def invalidate(self, topology_changed: bool = False) -> None:
         self.invalidations += 1

@@ -58,7 +58,7 @@ from rte.consumer.cache.estimate import ScoreViewNodes, ScoreViews
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
-from rte.consumer.cache.podlog import PodLog
+from rte.consumer.cache.podlog import PodLog, compact
 from rte.consumer.cache.predict import predicted_charge
 from rte.consumer.cache.reservations import Reservation
 from rte.consumer.cache.resync import (
@@ -176,7 +176,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
             if st is None:
                 st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
             zones = None
-            st.reservations.pop(pod.key, None)
+            st.own_reservations().pop(pod.key, None)
             st.invalidate()
             spread = reconcile.in_flight(st)
             if spread:
@@ -186,7 +186,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
             reservation = Reservation.for_pod(pod, now, zones=zones)
             if zones is None and self._predicts and st.topology is not None and not spread:
                 reservation = replace(reservation, unpredictable=True)
-            st.reservations[pod.key] = reservation
+            st.own_reservations()[pod.key] = reservation
             st.invalidate()
             self._changes.note(node)
 
@@ -194,8 +194,9 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         """Undo :meth:`reserve` (the binding failed or the pod was rejected later in the cycle)."""
         with self._lock:
             st = self._nodes.get(node)
-            if st is None or st.reservations.pop(pod.key, None) is None:
+            if st is None or pod.key not in st.reservations:
                 return
+            del st.own_reservations()[pod.key]
             st.invalidate()
             self._changes.note(node)
             self._forget_if_empty(node, st)
@@ -364,7 +365,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
         kept = reconcile.kept_reservations(node, st, known, now, self._config)
         if len(kept) != len(st.reservations):
-            st.reservations = kept
+            st.reservations = compact(kept)
             st.invalidate()
         self._forget_if_empty(node, st)
 

@@ -66,6 +66,7 @@ from dataclasses import replace
 from rte.consumer.cache import placement
 from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.podlog import compact
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
 from rte.consumer.cache.resync import expected_fingerprint, is_in_flight, is_relevant
 from rte.consumer.store import DELETED, MODIFIED
@@ -88,26 +89,29 @@ def track(
     if changed and key in st.reservations:
         st.invalidate()  # admitted: its reservation may narrow to its zones
     if gone:
-        st.live.pop(key, None)
-        if placement.released(st.credits, st.holds, key, key in st.accounted):
+        if key in st.live:
+            del st.own_live()[key]
+        if key in st.holds and placement.released(st.own_credits(), st.holds, key, key in st.accounted):
             st.invalidate()  # the NRT still charges what it gave back
         reservation = st.reservations.get(key)
         if reservation is not None and (not reservation.uid or not pod.uid or reservation.uid == pod.uid):
-            del st.reservations[key]
+            del st.own_reservations()[key]
             st.invalidate()
     else:
         if key not in st.live:
-            st.holds.pop(key, None)  # a new incarnation under the name: what we knew is not its
-            if st.credits.pop(key, None) is not None:
+            if key in st.holds:  # a new incarnation under the name: what we knew is not its
+                del st.own_holds()[key]
+            if key in st.credits:
+                del st.own_credits()[key]
                 st.invalidate()
         if key not in st.reservations and key not in st.live:
             if not counted:
                 spread_in_flight(st)  # bound by someone else, on its way beside ours
             if st.topology is not None and key not in st.accounted:
                 # New to the cache, so not among the pods the adopted NRT accounts for.
-                st.reservations[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
+                st.own_reservations()[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
                 st.invalidate()
-        st.live[key] = pod
+        st.own_live()[key] = pod
     return changed
 
 
@@ -149,8 +153,11 @@ def try_history(
 def forget(st: NodeState, key: PodKey) -> None:
     """The pod vanished from the pod list (a deletion event was missed): it holds nothing now."""
     st.log.update(key, False)
-    if st.live.pop(key, None) is not None and st.reservations.pop(key, None) is not None:
-        st.invalidate()
+    if key in st.live:
+        del st.own_live()[key]
+        if key in st.reservations:
+            del st.own_reservations()[key]
+            st.invalidate()
 
 
 def adopt(
@@ -168,14 +175,14 @@ def adopt(
     the node's marks.
     """
     if verified and st.topology is not None:
-        placement.learn(st.holds, st.topology, st.accounted, topology, accounted, st.live)
-    st.credits = placement.kept_credits(st.credits, accounted if verified else ())
-    st.holds = placement.kept_holds(st.holds, accounted, st.live)
+        placement.learn(st.own_holds(), st.topology, st.accounted, topology, accounted, st.live)
+    st.credits = compact(placement.kept_credits(st.credits, accounted if verified else ()))
+    st.holds = compact(placement.kept_holds(st.holds, accounted, st.live))
     kept = {key: r for key, r in st.reservations.items() if key not in accounted}
     for key, pod in st.live.items():
         if key not in accounted and key not in kept:
             kept[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
-    st.reservations = kept
+    st.reservations = compact(kept)
     st.accounted = frozenset(accounted)
     st.topology = topology
     st.revision = st.checked_revision = revision
@@ -221,7 +228,7 @@ def flush(
     for pod in on_node:
         if pod.key not in kept and is_in_flight(pod, node, config.informer_mode):
             kept[pod.key] = Reservation.for_pod(pod, now, SOURCE_IN_FLIGHT)
-    st.reservations = kept
+    st.reservations = compact(kept)
     st.topology = topology
     st.revision = st.checked_revision = revision
     st.last_flush = now
@@ -248,7 +255,7 @@ def prune_absent(
         elif not pod.is_terminal and pod.node_name in ("", node):
             kept[key] = reservation
     if len(kept) != len(st.reservations):
-        st.reservations = kept
+        st.reservations = compact(kept)
         st.invalidate()
 
 
