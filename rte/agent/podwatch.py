@@ -28,22 +28,12 @@ from typing import Any
 from rte.agent.rejections import Rejection, RejectionTracker
 from rte.errors import InputError
 from rte.model.pod import Pod, PodKey, pod_from_manifest
-from rte.runtime.kubeclient import raw_get
+from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
 log = logging.getLogger(__name__)
 
 PODS_PATH = "/api/v1/pods"
-
-# The client's list keywords, as the reflector passes them, and their query parameter names.
-_QUERY_NAMES = {
-    "limit": "limit",
-    "_continue": "continue",
-    "watch": "watch",
-    "resource_version": "resourceVersion",
-    "allow_watch_bookmarks": "allowWatchBookmarks",
-    "timeout_seconds": "timeoutSeconds",
-}
 
 
 def _node_pods_call(api_client: Any, node_name: str) -> Callable[..., Any]:
@@ -51,13 +41,7 @@ def _node_pods_call(api_client: Any, node_name: str) -> Callable[..., Any]:
 
     A plain GET (not ``CoreV1Api``) keeps the generated core client out of the agent's memory.
     """
-
-    def call(**kwargs: Any) -> Any:
-        query: list[tuple[str, str | int | bool]] = [("fieldSelector", f"spec.nodeName={node_name}")]
-        query += [(_QUERY_NAMES[k], v) for k, v in kwargs.items() if k in _QUERY_NAMES and v is not None]
-        return raw_get(api_client, PODS_PATH, query, timeout=kwargs.get("_request_timeout"))
-
-    return call
+    return raw_list_call(api_client, PODS_PATH, [("fieldSelector", f"spec.nodeName={node_name}")])
 
 
 class NodePodWatch:
