@@ -188,17 +188,22 @@ def measure(nodes: int, candidates: int) -> dict[str, float]:
         try:
             rng = random.Random(7)
             names = [f"worker-{i:05d}" for i in sorted(rng.sample(range(nodes), min(candidates, nodes)))]
-            first = extender.round_trip(names)
-            later = statistics.median(extender.round_trip(names) for _ in range(7))
-            return {
-                "file_mib": size / MiB,
-                "ready_s": extender.ready_after,
-                "first_ms": first * 1000,
-                "later_ms": later * 1000,
-                "rss_mib": extender.rss() / MiB,
-            }
+            return {"file_mib": size / MiB, **_trips(extender, names)}
         finally:
             extender.stop()
+
+
+def _trips(extender: Extender, names: list[str]) -> dict[str, float]:
+    """A started extender's figures: ready time, its first round trip and the median of the next
+    seven over ``names``, and its RSS after them."""
+    first = extender.round_trip(names)
+    later = statistics.median(extender.round_trip(names) for _ in range(7))
+    return {
+        "ready_s": extender.ready_after,
+        "first_ms": first * 1000,
+        "later_ms": later * 1000,
+        "rss_mib": extender.rss() / MiB,
+    }
 
 
 def measure_cluster(nodes: int, candidates: int, sources: list[str] | None = None) -> list[dict[str, float]]:
@@ -226,16 +231,7 @@ def measure_cluster(nodes: int, candidates: int, sources: list[str] | None = Non
                     f"worker-{i:05d}"
                     for i in sorted(random.Random(7).sample(range(nodes), min(candidates, nodes)))
                 ]
-                first = extender.round_trip(names)
-                later = statistics.median(extender.round_trip(names) for _ in range(7))
-                results.append(
-                    {
-                        "ready_s": extender.ready_after,
-                        "first_ms": first * 1000,
-                        "later_ms": later * 1000,
-                        "rss_mib": extender.rss() / MiB,
-                    }
-                )
+                results.append(_trips(extender, names))
             finally:
                 extender.stop()
     return results
