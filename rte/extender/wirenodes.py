@@ -1,26 +1,31 @@
 """The fast decoder's lists for :mod:`rte.extender.wire`: candidate names and whole Node objects.
 
-A ``Nodes`` list (``nodeCacheCapable: false``) is read in two passes of msgspec over its JSON and
-no Python call per Node: one for what Filter reads (each name, and each ``status.allocatable``
-as its raw bytes), one for the items' spans (``msgspec.Raw``: views of the JSON, sent back as
-they came). msgspec skips every other field without building it. A Node's allocatable map
-decoded as a dict (a dict, its keys and values per Node) took three times as long as all the
-rest of the pass; here the keys of each distinct map are read once, and Nodes listing the same
-names share one set (the kernel checks each distinct set once). The result is kept as columns
-(:class:`WireNodes`), not a tuple per Node: thousands of live objects would each count towards
-the cyclic garbage collector's next pass. The structs are untracked (``gc=False``): they hold no
-containers, so no cycles.
+A ``Nodes`` list (``nodeCacheCapable: false``) costs two passes of msgspec and no Python call
+per Node. The first, over the whole request (:mod:`rte.extender.wire`), gives each item's span
+(``msgspec.Raw``: a view of the request); the spans are copied once into one text,
+``[node,node,...]``, which is both the key under which the list is remembered and the filter's
+answer when every Node passes (the Nodes go back as they came). The second, over that text,
+reads what Filter reads: each name, and each ``status.allocatable`` as its raw bytes; msgspec
+skips every other field without building it. A Node's allocatable map decoded as a dict (a
+dict, its keys and values per Node) took three times as long as all the rest of the pass; here
+the keys of each distinct map are read once, and Nodes listing the same names share one set
+(the kernel checks each distinct set once). The result is kept as columns (:class:`WireNodes`),
+not a tuple per Node: thousands of live objects would each count towards the cyclic garbage
+collector's next pass. The structs are untracked (``gc=False``): they hold no containers, so no
+cycles.
 
 Lists sent again are not decoded again: kube-scheduler sends the same candidate list pod after
 pod, and prioritize the very Nodes filter received when all passed (Go's encoder is
-deterministic). Each cache is keyed by the list's bytes, hashed and compared at memory speed.
+deterministic). The lists are remembered by their text, compared whole at memory speed (a hash
+of the megabytes cost ten times as long).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import partial
+from itertools import accumulate, pairwise
 from operator import attrgetter
 from typing import Any, NamedTuple, overload
 
@@ -46,15 +51,26 @@ _WIRE_NODE = partial(tuple.__new__, WireNode)
 
 
 class WireNodes(Sequence[WireNode]):
-    """Decoded Node objects as three columns; a :class:`WireNode` is built when one is asked for."""
+    """Decoded Node objects as columns; a :class:`WireNode` is built when one is asked for.
 
-    __slots__ = ("allocatable", "echoes", "names")
+    The Nodes' JSON is kept as one text, ``[node,node,...]`` (:attr:`text`), with each Node's
+    span in it: the filter's answer echoes every Node as sent, so when all pass the list is
+    :attr:`text` as is, and otherwise the spans of those that pass, joined (:meth:`echo_text`).
+    """
 
-    def __init__(self, names: tuple[str, ...], allocatable: list[frozenset[str]], echoes: list[Any]) -> None:
+    __slots__ = ("allocatable", "names", "starts", "text")
+
+    def __init__(
+        self, names: tuple[str, ...], allocatable: list[frozenset[str]], text: bytes, starts: list[int]
+    ) -> None:
         self.names = names
         """A tuple shared by equal lists of names (:func:`shared_names`)."""
         self.allocatable = allocatable
-        self.echoes = echoes
+        self.text = text
+        """The Nodes' JSON texts as sent, between brackets and separated by commas."""
+        self.starts = starts
+        """Where each Node's text starts in :attr:`text`, then the text's length: Node ``i``
+        ends one byte (its comma, or the closing bracket) before Node ``i + 1`` starts."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -71,6 +87,33 @@ class WireNodes(Sequence[WireNode]):
     def __iter__(self) -> Iterator[WireNode]:
         return map(_WIRE_NODE, zip(self.names, self.allocatable, self.echoes, strict=True))
 
+    @property
+    def echoes(self) -> list[msgspec.Raw]:
+        """Each Node's JSON as sent."""
+        view = memoryview(self.text)
+        return [msgspec.Raw(view[a : b - 1]) for a, b in pairwise(self.starts)]
+
+    def echo_text(self, passed: Collection[str]) -> bytes:
+        """``[node,...]``: the JSON of the Nodes named in ``passed``, as sent, in list order."""
+        keep = list(map(passed.__contains__, self.names))
+        if all(keep):
+            return self.text
+        view = memoryview(self.text)
+        spans = zip(pairwise(self.starts), keep, strict=True)
+        return json_list([view[a : b - 1] for (a, b), passes in spans if passes])
+
+
+def json_list(texts: Sequence[Any]) -> bytes:
+    """``[a,b,...]`` of JSON texts (bytes-like), built in one piece: adding the brackets to a
+    joined answer of megabytes afterwards (two more copies of it, into fresh memory) cost 5-10 ms
+    at 5000 Nodes."""
+    if not texts:
+        return b"[]"
+    parts = [b","] * (2 * len(texts) + 1)
+    parts[0], parts[-1] = b"[", b"]"
+    parts[1::2] = texts
+    return b"".join(parts)
+
 
 class _Metadata(msgspec.Struct, gc=False):
     name: str
@@ -85,19 +128,39 @@ class _Node(msgspec.Struct, gc=False):
     status: _Status = msgspec.field(default_factory=_Status)
 
 
-class _NodeList(msgspec.Struct, gc=False):
-    items: list[_Node] | None = None
+class NodeSpans(msgspec.Struct, gc=False):
+    """A NodeList as the request's first pass reads it: each item's JSON text, a view of the
+    request (its other fields, ``metadata`` and the like, are skipped)."""
 
-
-class _NodeSpans(msgspec.Struct, gc=False):
     items: list[msgspec.Raw] | None = None
 
 
-_NODE_LIST = msgspec.json.Decoder(_NodeList)
-_NODE_SPANS = msgspec.json.Decoder(_NodeSpans)
+_NODES = msgspec.json.Decoder(list[_Node])
+_NODE_SPANS = msgspec.json.Decoder(NodeSpans)
 _NAMES = msgspec.json.Decoder(tuple[str, ...] | None)
 _NAME_OF = attrgetter("metadata.name")
 _ALLOCATABLE_OF = attrgetter("status.allocatable")
+
+
+class Recent:
+    """The last ``kept`` values computed, by a key of bytes compared whole: a list sent again
+    costs a comparison at memory speed (lists of other lengths none), not a hash of its
+    megabytes. Thread-safe for the server's workers."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self.entries: list[tuple[bytes, Any]] = []
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> Any:
+        for known, value in self.entries:  # a copy: keep() replaces the list, never changes it
+            if known == key:
+                return value
+        return None
+
+    def keep(self, key: bytes, value: Any) -> None:
+        with self._lock:
+            self.entries = [(key, value), *self.entries[: self.kept - 1]]
 
 
 class _Kept:
@@ -116,9 +179,8 @@ class _Kept:
 
 
 _NAME_LISTS = _Kept(8)
-_NODE_LISTS = _Kept(2)
-"""Two lists: the one filter read, which prioritize may read next, and the one before. Each
-keeps its own copy of the list's JSON (which the spans view), not the request body."""
+_NODE_LISTS = Recent(2)
+"""Two lists: the one filter read, which prioritize may read next, and the one before."""
 
 
 def decode_names(raw: bytes) -> tuple[str, ...] | None:
@@ -148,23 +210,21 @@ def shared_names(names: list[str]) -> tuple[str, ...]:
     return shared
 
 
-def decode_nodes(raw: msgspec.Raw) -> WireNodes | None:
-    """A NodeList's JSON: its Nodes, or None when one has no name (msgspec raises on the rest).
-    A list sent lately costs a copy, a hash and a comparison (~1.5 ms at 5000 Nodes, 2.6 MiB)."""
-    key = bytes(raw)
-    try:
-        known: WireNodes | None = _NODE_LISTS.values[key]
+def decode_nodes(spans: Sequence[msgspec.Raw]) -> WireNodes | None:
+    """The Nodes of a NodeList, given each item's JSON text (views of the request): its Nodes,
+    or None when one has no name (msgspec raises on the rest). The texts are copied once, into
+    one list; a list sent lately costs only that copy and a comparison."""
+    text = json_list(spans)
+    known: WireNodes | None = _NODE_LISTS.get(text)
+    if known is not None:
         return known
-    except KeyError:
-        pass
-    nodes = _decode_nodes(key)
-    _NODE_LISTS.keep(key, nodes)
+    nodes = _decode_nodes(text, spans)
+    _NODE_LISTS.keep(text, nodes)
     return nodes
 
 
-def _decode_nodes(node_list: bytes) -> WireNodes | None:
-    items = _NODE_LIST.decode(node_list).items or []
-    spans = _NODE_SPANS.decode(node_list).items or []
+def _decode_nodes(text: bytes, spans: Sequence[msgspec.Raw]) -> WireNodes | None:
+    items = _NODES.decode(text)
     names = list(map(_NAME_OF, items))
     if not all(names):
         return None
@@ -172,7 +232,9 @@ def _decode_nodes(node_list: bytes) -> WireNodes | None:
     sets = {raw: _names_in(raw) for raw in dict.fromkeys(allocatable)}
     shared: dict[frozenset[str], frozenset[str]] = {}
     sets = {raw: shared.setdefault(found, found) for raw, found in sets.items()}
-    return WireNodes(shared_names(names), list(map(sets.__getitem__, allocatable)), spans)
+    # Node i starts one byte (the bracket, then a comma) after node i - 1 ends.
+    starts = list(accumulate(map(len, spans), lambda start, size: start + size + 1, initial=1))
+    return WireNodes(shared_names(names), list(map(sets.__getitem__, allocatable)), text, starts)
 
 
 def _names_in(allocatable: bytes) -> frozenset[str]:
