@@ -21,7 +21,7 @@ the whole call). ``HostPriorityList``: ``[{"Host": name, "Score": n}]`` with ``n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -32,6 +32,7 @@ import orjson
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
 from rte.extender.wirenodes import (
+    NodeList,
     NodeSpans,
     Recent,
     WireNode,
@@ -136,9 +137,17 @@ class _Args(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     NodeNames: msgspec.Raw = _NULL
 
 
+class _ArgsNodes(msgspec.Struct, gc=False):
+    """The second pass over an ``ExtenderArgs`` spelt as :class:`_Args`: what Filter reads."""
+
+    Nodes: NodeList | None = None
+
+
 _ARGS = msgspec.json.Decoder(_Args)
+_ARGS_NODES = msgspec.json.Decoder(_ArgsNodes)
 _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _NODE_SPANS = msgspec.json.Decoder(NodeSpans | None)
+_NODE_LIST = msgspec.json.Decoder(NodeList | None)
 _NAME = attrgetter("name")
 _BODIES = Recent(1)
 """The last request's arguments, by its body: prioritize sends filter's very body when every
@@ -159,13 +168,13 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
         except UnicodeDecodeError:
             return None
     try:
-        pod_raw, names_raw, spans = _fields(body)
+        pod_raw, names_raw, spans, read_nodes = _fields(body)
         pod_json = bytes(pod_raw)
         pod = decode_json(pod_json, "ExtenderArgs.Pod")
         names = decode_names(bytes(names_raw))
         nodes = None
         if spans is not None:
-            nodes = decode_nodes(spans)
+            nodes = decode_nodes(spans, read_nodes)
             if nodes is None:
                 return None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, InputError):
@@ -177,19 +186,33 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
     return args
 
 
-def _fields(body: bytes) -> tuple[msgspec.Raw, msgspec.Raw, list[msgspec.Raw] | None]:
-    """The Pod's and the NodeNames' JSON (``null`` when absent), and the Nodes' items' (None
-    without Nodes), in one pass over the body when the keys are spelt as Go spells them."""
+def _fields(
+    body: bytes,
+) -> tuple[msgspec.Raw, msgspec.Raw, list[msgspec.Raw] | None, Callable[[], list[Any]]]:
+    """The Pod's and the NodeNames' JSON (``null`` when absent), the Nodes' items' (None
+    without Nodes), in one pass over the body when its keys are spelt as Go spells them; and
+    how to read what Filter reads of the Nodes (a second pass, made only for a list not seen
+    lately: see :func:`rte.extender.wirenodes.decode_nodes`)."""
     try:
         args = _ARGS.decode(body)
-        return args.Pod, args.NodeNames, None if args.Nodes is None else args.Nodes.items or []
+        spans = None if args.Nodes is None else args.Nodes.items or []
+        return args.Pod, args.NodeNames, spans, lambda: _items(_ARGS_NODES.decode(body).Nodes)
     except msgspec.ValidationError:
         pass
     top = _OBJECT.decode(body)
     pod, names, nodes = (go_field(top, k) for k in ("Pod", "NodeNames", "Nodes"))
     node_list = None if nodes is None else _NODE_SPANS.decode(nodes)
-    items = None if node_list is None else node_list.items or []
-    return _NULL if pod is None else pod, _NULL if names is None else names, items
+    spans = None if node_list is None else node_list.items or []
+    return (
+        _NULL if pod is None else pod,
+        _NULL if names is None else names,
+        spans,
+        lambda: _items(_NODE_LIST.decode(nodes)),
+    )
+
+
+def _items(node_list: NodeList | None) -> list[Any]:
+    return [] if node_list is None or node_list.items is None else node_list.items
 
 
 def _decode_whole(body: bytes) -> ExtenderArgs:

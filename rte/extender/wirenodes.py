@@ -1,31 +1,30 @@
 """The fast decoder's lists for :mod:`rte.extender.wire`: candidate names and whole Node objects.
 
-A ``Nodes`` list (``nodeCacheCapable: false``) costs two passes of msgspec and no Python call
-per Node. The first, over the whole request (:mod:`rte.extender.wire`), gives each item's span
-(``msgspec.Raw``: a view of the request); the spans are copied once into one text,
-``[node,node,...]``, which is both the key under which the list is remembered and the filter's
-answer when every Node passes (the Nodes go back as they came). The second, over that text,
-reads what Filter reads: each name, and each ``status.allocatable`` as its raw bytes; msgspec
-skips every other field without building it. A Node's allocatable map decoded as a dict (a
-dict, its keys and values per Node) took three times as long as all the rest of the pass; here
-the keys of each distinct map are read once, and Nodes listing the same names share one set
-(the kernel checks each distinct set once). The result is kept as columns (:class:`WireNodes`),
-not a tuple per Node: thousands of live objects would each count towards the cyclic garbage
-collector's next pass. The structs are untracked (``gc=False``): they hold no containers, so no
-cycles.
+A ``Nodes`` list (``nodeCacheCapable: false``) costs two passes of msgspec over the request
+(:mod:`rte.extender.wire` makes them) and no Python call per Node. The first gives each item's
+span (``msgspec.Raw``: a view of the request, sent back as it came); the second, made only for
+a list not seen lately, reads what Filter reads: each name, and each ``status.allocatable`` as
+its raw bytes. msgspec skips every other field without building it. A Node's allocatable map
+decoded as a dict (a dict, its keys and values per Node) took three times as long as all the
+rest of the pass; here the keys of each distinct map are read once, and Nodes listing the same
+names share one set (the kernel checks each distinct set once). The result is kept as columns
+(:class:`WireNodes`), not a tuple per Node: thousands of live objects would each count towards
+the cyclic garbage collector's next pass. The structs are untracked (``gc=False``): they hold no
+containers, so no cycles.
 
 Lists sent again are not decoded again: kube-scheduler sends the same candidate list pod after
 pod, and prioritize the very Nodes filter received when all passed (Go's encoder is
-deterministic). The lists are remembered by their text, compared whole at memory speed (a hash
-of the megabytes cost ten times as long).
+deterministic). A list is remembered by its items' texts, compared with those of the lists
+kept at memory speed: copying the list's megabytes into a key and hashing it took ten times as
+long.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import partial
-from itertools import accumulate, pairwise
+from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple, overload
 
@@ -51,26 +50,16 @@ _WIRE_NODE = partial(tuple.__new__, WireNode)
 
 
 class WireNodes(Sequence[WireNode]):
-    """Decoded Node objects as columns; a :class:`WireNode` is built when one is asked for.
+    """Decoded Node objects as three columns; a :class:`WireNode` is built when one is asked for."""
 
-    The Nodes' JSON is kept as one text, ``[node,node,...]`` (:attr:`text`), with each Node's
-    span in it: the filter's answer echoes every Node as sent, so when all pass the list is
-    :attr:`text` as is, and otherwise the spans of those that pass, joined (:meth:`echo_text`).
-    """
+    __slots__ = ("allocatable", "echoes", "names")
 
-    __slots__ = ("allocatable", "names", "starts", "text")
-
-    def __init__(
-        self, names: tuple[str, ...], allocatable: list[frozenset[str]], text: bytes, starts: list[int]
-    ) -> None:
+    def __init__(self, names: tuple[str, ...], allocatable: list[frozenset[str]], echoes: list[Any]) -> None:
         self.names = names
         """A tuple shared by equal lists of names (:func:`shared_names`)."""
         self.allocatable = allocatable
-        self.text = text
-        """The Nodes' JSON texts as sent, between brackets and separated by commas."""
-        self.starts = starts
-        """Where each Node's text starts in :attr:`text`, then the text's length: Node ``i``
-        ends one byte (its comma, or the closing bracket) before Node ``i + 1`` starts."""
+        self.echoes = echoes
+        """Each Node's JSON as sent (``msgspec.Raw``, a view of the request that sent it)."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -87,20 +76,9 @@ class WireNodes(Sequence[WireNode]):
     def __iter__(self) -> Iterator[WireNode]:
         return map(_WIRE_NODE, zip(self.names, self.allocatable, self.echoes, strict=True))
 
-    @property
-    def echoes(self) -> list[msgspec.Raw]:
-        """Each Node's JSON as sent."""
-        view = memoryview(self.text)
-        return [msgspec.Raw(view[a : b - 1]) for a, b in pairwise(self.starts)]
-
     def echo_text(self, passed: Collection[str]) -> bytes:
         """``[node,...]``: the JSON of the Nodes named in ``passed``, as sent, in list order."""
-        keep = list(map(passed.__contains__, self.names))
-        if all(keep):
-            return self.text
-        view = memoryview(self.text)
-        spans = zip(pairwise(self.starts), keep, strict=True)
-        return json_list([view[a : b - 1] for (a, b), passes in spans if passes])
+        return json_list(list(compress(self.echoes, map(passed.__contains__, self.names))))
 
 
 def json_list(texts: Sequence[Any]) -> bytes:
@@ -135,32 +113,41 @@ class NodeSpans(msgspec.Struct, gc=False):
     items: list[msgspec.Raw] | None = None
 
 
-_NODES = msgspec.json.Decoder(list[_Node])
-_NODE_SPANS = msgspec.json.Decoder(NodeSpans)
+class NodeList(msgspec.Struct, gc=False):
+    """A NodeList as the second pass reads it: what Filter reads of each Node."""
+
+    items: list[_Node] | None = None
+
+
 _NAMES = msgspec.json.Decoder(tuple[str, ...] | None)
 _NAME_OF = attrgetter("metadata.name")
 _ALLOCATABLE_OF = attrgetter("status.allocatable")
 
 
 class Recent:
-    """The last ``kept`` values computed, by a key of bytes compared whole: a list sent again
-    costs a comparison at memory speed (lists of other lengths none), not a hash of its
-    megabytes. Thread-safe for the server's workers."""
+    """The values last used, at most ``kept``, by keys compared whole (``==``, not hashed): a
+    key of megabytes, or a list of thousands of texts, costs a comparison at memory speed (one
+    of another length none), not a hash. Thread-safe for the server's workers."""
 
     def __init__(self, kept: int) -> None:
         self.kept = kept
-        self.entries: list[tuple[bytes, Any]] = []
+        self.entries: list[tuple[Any, Any]] = []
+        """Most recently used first; replaced whole, never changed, so readers need no lock."""
         self._lock = threading.Lock()
 
-    def get(self, key: bytes) -> Any:
-        for known, value in self.entries:  # a copy: keep() replaces the list, never changes it
+    def get(self, key: Any) -> Any:
+        """The value kept under a key equal to ``key``, now the most recent; None if none."""
+        for i, (known, value) in enumerate(self.entries):
             if known == key:
+                if i:
+                    self.keep(known, value)
                 return value
         return None
 
-    def keep(self, key: bytes, value: Any) -> None:
+    def keep(self, key: Any, value: Any) -> None:
         with self._lock:
-            self.entries = [(key, value), *self.entries[: self.kept - 1]]
+            others = [entry for entry in self.entries if entry[0] is not key]
+            self.entries = [(key, value), *others[: self.kept - 1]]
 
 
 class _Kept:
@@ -210,31 +197,28 @@ def shared_names(names: list[str]) -> tuple[str, ...]:
     return shared
 
 
-def decode_nodes(spans: Sequence[msgspec.Raw]) -> WireNodes | None:
-    """The Nodes of a NodeList, given each item's JSON text (views of the request): its Nodes,
-    or None when one has no name (msgspec raises on the rest). The texts are copied once, into
-    one list; a list sent lately costs only that copy and a comparison."""
-    text = json_list(spans)
-    known: WireNodes | None = _NODE_LISTS.get(text)
+def decode_nodes(spans: list[msgspec.Raw], read: Callable[[], list[Any]]) -> WireNodes | None:
+    """The Nodes of a NodeList, given each item's JSON text (views of the request) and how to
+    read what Filter reads of them (msgspec's second pass, :class:`NodeList`'s items): its
+    Nodes, or None when one has no name (msgspec raises on the rest). A list sent lately is not
+    read again; telling it costs a comparison of the texts (lists of another length none)."""
+    known: WireNodes | None = _NODE_LISTS.get(spans)
     if known is not None:
         return known
-    nodes = _decode_nodes(text, spans)
-    _NODE_LISTS.keep(text, nodes)
+    nodes = _decode_nodes(read(), spans)
+    _NODE_LISTS.keep(spans, nodes)
     return nodes
 
 
-def _decode_nodes(text: bytes, spans: Sequence[msgspec.Raw]) -> WireNodes | None:
-    items = _NODES.decode(text)
+def _decode_nodes(items: list[Any], spans: list[msgspec.Raw]) -> WireNodes | None:
     names = list(map(_NAME_OF, items))
-    if not all(names):
+    if not all(names) or len(names) != len(spans):
         return None
     allocatable = list(map(bytes, map(_ALLOCATABLE_OF, items)))
     sets = {raw: _names_in(raw) for raw in dict.fromkeys(allocatable)}
     shared: dict[frozenset[str], frozenset[str]] = {}
     sets = {raw: shared.setdefault(found, found) for raw, found in sets.items()}
-    # Node i starts one byte (the bracket, then a comma) after node i - 1 ends.
-    starts = list(accumulate(map(len, spans), lambda start, size: start + size + 1, initial=1))
-    return WireNodes(shared_names(names), list(map(sets.__getitem__, allocatable)), text, starts)
+    return WireNodes(shared_names(names), list(map(sets.__getitem__, allocatable)), spans)
 
 
 def _names_in(allocatable: bytes) -> frozenset[str]:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rte.extender.wire import _decode_fast, _decode_whole, filter_result
+from rte.extender.wirenodes import Recent
 from rte.yamlfile import encode_json
 from tests.helpers.extender import node
 
@@ -105,3 +106,31 @@ def test_decoded_nodes_read_as_a_sequence_of_wire_nodes() -> None:
     assert nodes[1].name == "b" and nodes[-1].allocatable == {"x"}
     assert [n.name for n in nodes[1:]] == ["b", "c"]
     assert orjson.loads(bytes(nodes[0].echo)) == node("a", {"cpu": "1"})
+
+
+def test_a_body_sent_again_gives_the_same_arguments_and_the_next_body_decodes_afresh() -> None:
+    body = _body([node("a", {"cpu": "1"}), node("b", {})])
+    first = _decode_fast(body)
+    assert first is not None and _decode_fast(bytes(bytearray(body))) is first  # equal, not identical
+    other = _decode_fast(_body([node("a", {"cpu": "1"})]))
+    assert other is not None and other is not first
+    again = _decode_fast(body)
+    assert again is not None and again is not first and again.nodes is first.nodes  # the list kept
+
+
+def test_keys_spelt_otherwise_are_read_as_go_reads_them_with_the_same_nodes() -> None:
+    nodes = [node("a", {"cpu": "1"}), node("b", {})]
+    go = _decode_fast(_body(nodes))
+    other = _decode_fast(orjson.dumps({"pod": {"metadata": {"name": "p"}}, "nodes": {"items": nodes}}))
+    assert go is not None and other is not None and other is not go
+    assert other.pod == go.pod and other.nodes is go.nodes  # the same list, remembered
+    assert encode_json(filter_result(other, ["b"], {})) == encode_json(filter_result(go, ["b"], {}))
+
+
+def test_recent_keeps_the_values_last_used() -> None:
+    recent = Recent(2)
+    recent.keep([b"a"], 1)
+    recent.keep([b"b"], 2)
+    assert recent.get([b"a"]) == 1  # used: now the most recent
+    recent.keep([b"c"], 3)
+    assert (recent.get([b"a"]), recent.get([b"b"]), recent.get([b"c"])) == (1, None, 3)
