@@ -134,3 +134,16 @@ def test_recent_keeps_the_values_last_used() -> None:
     assert recent.get([b"a"]) == 1  # used: now the most recent
     recent.keep([b"c"], 3)
     assert (recent.get([b"a"]), recent.get([b"b"]), recent.get([b"c"])) == (1, None, 3)
+
+
+_MAPS = [{}, {"cpu": "1"}, {"cpu": "2"}, {"memory": "1Gi", "cpu": "1"}]
+
+
+@given(st.lists(st.sampled_from(_MAPS), max_size=12))
+def test_runs_of_equal_maps_read_as_each_node_alone(allocatable: list[dict[str, str]]) -> None:
+    body = _body([node(f"n{i}", a) for i, a in enumerate(allocatable)])
+    fast = _decode_fast(body)
+    assert fast is not None and fast.nodes is not None
+    assert [n.allocatable for n in fast.nodes] == [frozenset(a) for a in allocatable]
+    by_names: dict[frozenset[str], frozenset[str]] = {}
+    assert all(by_names.setdefault(n.allocatable, n.allocatable) is n.allocatable for n in fast.nodes)
