@@ -221,31 +221,28 @@ def _allocatable_sets(maps: list[msgspec.Raw]) -> list[frozenset[str]]:
     """Each Node's allocatable names, from each map's JSON; equal sets are one object.
 
     Neighbours in a list often send the same map (a node pool's): a run of equal maps is read
-    once. Comparing two maps' bytes costs a tenth of copying one into a key.
+    once (comparing two maps' bytes costs a tenth of copying one).
     """
     if not maps:
         return []
     heads = [0, *compress(range(1, len(maps)), map(ne, maps[1:], maps))]
-    texts = [bytes(maps[i]) for i in heads]
-    distinct = list(dict.fromkeys(texts))
     shared: dict[frozenset[str], frozenset[str]] = {}
-    found = zip(distinct, _names(distinct), strict=True)
-    sets = {text: shared.setdefault(names, names) for text, names in found}
+    sets = [shared.setdefault(names, names) for names in _names([maps[i] for i in heads])]
     runs = map(sub, [*heads[1:], len(maps)], heads)
-    return list(chain.from_iterable(map(repeat, map(sets.__getitem__, texts), runs)))
+    return list(chain.from_iterable(map(repeat, sets, runs)))
 
 
 _KEYS = msgspec.json.Decoder(list[dict[str, msgspec.Raw] | None])
 
 
-def _names(maps: list[bytes]) -> list[frozenset[str]]:
+def _names(maps: list[msgspec.Raw]) -> list[frozenset[str]]:
     """:func:`_names_in` of each map, read in one pass: Nodes of a cluster mostly differ in
     their maps' values (memory and storage quantities, to the KiB), and one ``json`` call per
     map cost more than all the rest of the Nodes' decoding."""
     try:
         return [frozenset(keys or ()) for keys in _KEYS.decode(json_list(maps))]
     except (msgspec.DecodeError, msgspec.ValidationError):  # not an object, a lone surrogate...
-        return list(map(_names_in, maps))
+        return list(map(_names_in, map(bytes, maps)))
 
 
 def _names_in(allocatable: bytes) -> frozenset[str]:
