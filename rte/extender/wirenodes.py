@@ -52,7 +52,7 @@ _WIRE_NODE = partial(tuple.__new__, WireNode)
 class WireNodes(Sequence[WireNode]):
     """Decoded Node objects as three columns; a :class:`WireNode` is built when one is asked for."""
 
-    __slots__ = ("allocatable", "echoes", "names")
+    __slots__ = ("_by_name", "allocatable", "echoes", "names")
 
     def __init__(self, names: tuple[str, ...], allocatable: list[frozenset[str]], echoes: list[Any]) -> None:
         self.names = names
@@ -60,6 +60,7 @@ class WireNodes(Sequence[WireNode]):
         self.allocatable = allocatable
         self.echoes = echoes
         """Each Node's JSON as sent (``msgspec.Raw``, a view of the request that sent it)."""
+        self._by_name: dict[str, frozenset[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -75,6 +76,12 @@ class WireNodes(Sequence[WireNode]):
 
     def __iter__(self) -> Iterator[WireNode]:
         return map(_WIRE_NODE, zip(self.names, self.allocatable, self.echoes, strict=True))
+
+    def allocatable_by_name(self) -> dict[str, frozenset[str]]:
+        """:attr:`allocatable` by name (the last Node of a name sent twice), built once."""
+        if self._by_name is None:
+            self._by_name = dict(zip(self.names, self.allocatable, strict=True))
+        return self._by_name
 
     def echo_text(self, passed: Collection[str]) -> bytes:
         """``[node,...]``: the JSON of the Nodes named in ``passed``, as sent, in list order."""

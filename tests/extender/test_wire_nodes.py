@@ -147,3 +147,13 @@ def test_runs_of_equal_maps_read_as_each_node_alone(allocatable: list[dict[str, 
     assert [n.allocatable for n in fast.nodes] == [frozenset(a) for a in allocatable]
     by_names: dict[frozenset[str], frozenset[str]] = {}
     assert all(by_names.setdefault(n.allocatable, n.allocatable) is n.allocatable for n in fast.nodes)
+
+
+def test_allocatable_by_name_is_what_each_node_lists_the_last_of_a_name_winning() -> None:
+    body = _body([node("a", {"cpu": "1"}), node("b", {}), node("a", {"memory": "1Gi"})])
+    for args in (_decode_fast(body), _decode_whole(body)):
+        assert args is not None and args.nodes is not None
+        assert args.allocatable_by_name() == {n.name: n.allocatable for n in args.nodes}
+        assert args.allocatable_by_name() == {"a": {"memory"}, "b": frozenset()}
+    names_only = _decode_fast(orjson.dumps({"Pod": {}, "NodeNames": ["a"]}))
+    assert names_only is not None and names_only.allocatable_by_name() is None
