@@ -212,9 +212,40 @@ def decode_nodes(spans: list[msgspec.Raw], read: Callable[[], list[Any]]) -> Wir
     known: WireNodes | None = _NODE_LISTS.get(spans)
     if known is not None:
         return known
-    nodes = _decode_nodes(read(), spans)
+    nodes = _part_of_kept(spans)
+    if nodes is None:
+        nodes = _decode_nodes(read(), spans)
     _NODE_LISTS.keep(spans, nodes)
     return nodes
+
+
+def _part_of_kept(spans: list[msgspec.Raw]) -> WireNodes | None:
+    """The Nodes of a list whose items all stand, in the same order, in a list kept (prioritize
+    sends those of filter's Nodes that passed), read off that list: a Node's name and allocatable
+    names follow from its text. None when no kept list holds them all."""
+    for kept_spans, kept in _NODE_LISTS.entries:
+        if kept is None or len(kept_spans) <= len(spans):
+            continue
+        rows = _rows_in(kept_spans, spans)
+        if rows is not None:
+            names = list(map(kept.names.__getitem__, rows))
+            return WireNodes(shared_names(names), list(map(kept.allocatable.__getitem__, rows)), spans)
+    return None
+
+
+def _rows_in(kept: list[msgspec.Raw], spans: list[msgspec.Raw]) -> list[int] | None:
+    """Where each of ``spans`` stands in ``kept``, each after the one before; None if one does
+    not. ``list.index`` compares in C, the texts at memory speed."""
+    rows = []
+    row = -1
+    find = kept.index
+    try:
+        for span in spans:
+            row = find(span, row + 1)
+            rows.append(row)
+    except ValueError:
+        return None
+    return rows
 
 
 def _decode_nodes(items: list[Any], spans: list[msgspec.Raw]) -> WireNodes | None:

@@ -157,3 +157,32 @@ def test_allocatable_by_name_is_what_each_node_lists_the_last_of_a_name_winning(
         assert args.allocatable_by_name() == {"a": {"memory"}, "b": frozenset()}
     names_only = _decode_fast(orjson.dumps({"Pod": {}, "NodeNames": ["a"]}))
     assert names_only is not None and names_only.allocatable_by_name() is None
+
+
+@given(
+    allocatable=st.lists(st.sampled_from(_MAPS), min_size=2, max_size=8),
+    chosen=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_a_part_of_a_kept_list_reads_as_decoded_cold(
+    allocatable: list[dict[str, str]], chosen: list[bool]
+) -> None:
+    """The part is read off the kept list (prioritize's Nodes, those of filter's that passed)."""
+    nodes = [node(f"n{i}", a) for i, a in enumerate(allocatable)]
+    part = [n for n, keep in zip(nodes, chosen, strict=False) if keep][: len(nodes) - 1]
+    whole = _decode_fast(_body(nodes))  # kept
+    found = _decode_fast(_body(part))
+    assert whole is not None and found is not None and found.nodes is not None
+    assert [(n.name, n.allocatable, bytes(n.echo)) for n in found.nodes] == [
+        (n.name, n.allocatable, orjson.dumps(n.echo)) for n in _decode_whole(_body(part)).nodes or ()
+    ]
+
+
+def test_a_list_not_in_kept_order_is_decoded_itself() -> None:
+    a, b, c = node("a", {"cpu": "1"}), node("b", {}), node("c", {"memory": "1"})
+    assert _decode_fast(_body([a, b, c])) is not None
+    swapped = _decode_fast(_body([c, a]))
+    changed = _decode_fast(_body([a, node("b", {"cpu": "1"})]))
+    assert swapped is not None and swapped.nodes is not None
+    assert [(n.name, n.allocatable) for n in swapped.nodes] == [("c", {"memory"}), ("a", {"cpu"})]
+    assert changed is not None and changed.nodes is not None
+    assert [(n.name, n.allocatable) for n in changed.nodes] == [("a", {"cpu"}), ("b", {"cpu"})]
