@@ -22,7 +22,8 @@ is measured both ways, since its 2.6 MiB requests make the wire a large part of 
 "4 clients" are 4 threads with a connection each, all round-tripping at once; throughput is
 pods finished per second of wall time, compared with one client's in the same run.
 
-Run: ``python -m bench.bench_serve`` (``--whole-nodes``: whole-Node mode only);
+Run: ``python -m bench.bench_serve`` (``--whole-nodes``: whole-Node mode only;
+``--extender-src /work/main '' --rounds 3``: whole-Node mode of each checkout's extender in turn);
 ``--null-server PORT rte|stdlib`` runs a baseline server.
 """
 
@@ -371,6 +372,42 @@ def measure(*, whole_nodes_only: bool = False) -> dict[str, float]:
     return out
 
 
+def compare_whole_nodes(sources: list[str], rounds: int) -> dict[str, list[TripTimes]]:
+    """Whole-Node round trips of the extenders of several checkouts ("" this one), one after the
+    other in each of ``rounds`` rounds, on the same NRT file: a change and its baseline measured
+    in the same minutes on a machine whose load varies."""
+    import bench.bench_serve_start as start
+
+    times: dict[str, list[TripTimes]] = {source: [] for source in sources}
+    names = _candidates(NODES)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "nrts.json"
+        write_nrt_file(path, NODES)
+        for _ in range(rounds):
+            for source in sources:
+                start.EXTENDER_SRC = source
+                extender = Extender(path, "--max-request-body", "64Mi")
+                try:
+                    trip = median_trip(extender.port, names, whole_nodes=True, trips=NODE_TRIPS)
+                    times[source].append(trip)
+                finally:
+                    extender.stop()
+    start.EXTENDER_SRC = ""
+    return times
+
+
+def _print_comparison(times: dict[str, list[TripTimes]]) -> None:
+    rounds = len(next(iter(times.values())))
+    print(f"whole-Node mode, {NODES} Nodes, per checkout; medians over {rounds} rounds of medians, ms:")
+    heads = ("round trip", "server", "(CPU)", "client decode", "rest: wire")
+    print(f"  {'checkout':<24} " + " ".join(f"{h:>13}" for h in heads))
+    for source, runs in times.items():
+        fields = ("total", "server", "cpu", "decode")
+        total, server, cpu, decode = (statistics.median(getattr(t, f) for t in runs) * 1000 for f in fields)
+        figures = (total, server, cpu, decode, total - server - decode)
+        print(f"  {source or 'this one':<24} " + " ".join(f"{f:13.1f}" for f in figures))
+
+
 def json_figures(count: int = NODES) -> dict[str, float]:
     """ms to decode a whole-Node request (json, orjson, and what the extender does: only the
     fields used) and to encode the filter's answer (json, orjson)."""
@@ -481,7 +518,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--null-server", nargs=2, metavar=("PORT", "KIND"))
     parser.add_argument("--whole-nodes", action="store_true", help="measure whole-Node mode only")
+    parser.add_argument(
+        "--extender-src",
+        nargs="+",
+        metavar="DIR",
+        help="whole-Node mode only, the extenders of these checkouts ('' this one) in turn",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --extender-src")
     args = parser.parse_args()
+    if args.extender_src:
+        _print_comparison(compare_whole_nodes(args.extender_src, args.rounds))
+        return
     if args.null_server:
         port, kind = int(args.null_server[0]), args.null_server[1]
         (_serve_null_rte if kind == "rte" else _serve_null_stdlib)(port)

@@ -63,10 +63,11 @@ of its images by default (the kubelet's ``nodeStatusMaxImages``): 64 MiB holds 5
 to 13 KiB, which is every node of a 5000-node cluster with ``percentageOfNodesToScore: 100``
 (by default the scheduler sends at most 10 % of them: kubernetes/kubernetes
 ``pkg/scheduler/schedule_one.go``, numFeasibleNodesToFind). The bound is memory: such a request
-costs about three times its size while it is served (the body as read and as kept, and each
-Node's bytes kept to be sent back; :mod:`rte.extender.wire` builds no objects for the fields it
-skips), within the 1 GiB limit of ``deploy/scheduler-extender.yaml``; a request the fast decoder
-leaves to ``json`` costs some ten times its size."""
+costs two to three times its size while it is served (the body as read, which the Nodes sent back are
+views of, and the answer; :mod:`rte.extender.wire` builds no objects for the fields it skips),
+and the requests of the last two Node lists stay in memory, within the 1 GiB limit of
+``deploy/scheduler-extender.yaml``; a request the fast decoder leaves to ``json`` costs some ten
+times its size."""
 
 STATE_MAX_AGE = 1.0
 """Seconds: how old the ``/state`` snapshot may get before a reader refreshes it."""

@@ -59,6 +59,7 @@ from rte.runtime.httpwire import (
     plain_error,
     read_body,
     send_continue,
+    send_response,
     wait_for_head,
 )
 from rte.runtime.httpwire import Limits as Limits  # re-exported: where servers are configured
@@ -414,9 +415,7 @@ class HttpServer:
         )
         conn.sock.settimeout(self.limits.write_timeout)
         try:
-            conn.sock.sendall(data)
-            if body:
-                conn.sock.sendall(body)
+            send_response(conn.sock, data, body)
         except OSError as e:
             reason = "no progress in time" if isinstance(e, TimeoutError) else type(e).__name__
             log.warning(

@@ -15,6 +15,7 @@ import http.client
 import io
 import re
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -306,6 +307,25 @@ def send_continue(sock: socket.socket, version: str, headers: Message, timeout: 
             sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         except OSError as e:
             raise ClientGone(f"{type(e).__name__} while sending 100 Continue") from e
+
+
+def send_response(sock: socket.socket, head: bytes, body: bytes) -> None:
+    """``head``, then ``body`` (what :func:`encode_response` gives), gathered by ``sendmsg``: one
+    system call for both, without joining them into a copy of the body, and no segment for the
+    head alone (with ``TCP_NODELAY`` it went out by itself, waking the client once more). TLS
+    sockets, which have no ``sendmsg``, send one after the other."""
+    if not body or isinstance(sock, ssl.SSLSocket):
+        sock.sendall(head)
+        if body:
+            sock.sendall(body)
+        return
+    views = [memoryview(head), memoryview(body)]
+    while views:
+        sent = sock.sendmsg(views)  # as much as the socket took before the timeout
+        while views and sent >= len(views[0]):
+            sent -= len(views.pop(0))
+        if views:
+            views[0] = views[0][sent:]
 
 
 def _chunked(reader: BodyReader, limit: int) -> bytes:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rte.extender.wire import _decode_fast, _decode_whole, filter_result
+from rte.extender.wirenodes import Recent
 from rte.yamlfile import encode_json
 from tests.helpers.extender import node
 
@@ -105,3 +106,83 @@ def test_decoded_nodes_read_as_a_sequence_of_wire_nodes() -> None:
     assert nodes[1].name == "b" and nodes[-1].allocatable == {"x"}
     assert [n.name for n in nodes[1:]] == ["b", "c"]
     assert orjson.loads(bytes(nodes[0].echo)) == node("a", {"cpu": "1"})
+
+
+def test_a_body_sent_again_gives_the_same_arguments_and_the_next_body_decodes_afresh() -> None:
+    body = _body([node("a", {"cpu": "1"}), node("b", {})])
+    first = _decode_fast(body)
+    assert first is not None and _decode_fast(bytes(bytearray(body))) is first  # equal, not identical
+    other = _decode_fast(_body([node("a", {"cpu": "1"})]))
+    assert other is not None and other is not first
+    again = _decode_fast(body)
+    assert again is not None and again is not first and again.nodes is first.nodes  # the list kept
+
+
+def test_keys_spelt_otherwise_are_read_as_go_reads_them_with_the_same_nodes() -> None:
+    nodes = [node("a", {"cpu": "1"}), node("b", {})]
+    go = _decode_fast(_body(nodes))
+    other = _decode_fast(orjson.dumps({"pod": {"metadata": {"name": "p"}}, "nodes": {"items": nodes}}))
+    assert go is not None and other is not None and other is not go
+    assert other.pod == go.pod and other.nodes is go.nodes  # the same list, remembered
+    assert encode_json(filter_result(other, ["b"], {})) == encode_json(filter_result(go, ["b"], {}))
+
+
+def test_recent_keeps_the_values_last_used() -> None:
+    recent = Recent(2)
+    recent.keep([b"a"], 1)
+    recent.keep([b"b"], 2)
+    assert recent.get([b"a"]) == 1  # used: now the most recent
+    recent.keep([b"c"], 3)
+    assert (recent.get([b"a"]), recent.get([b"b"]), recent.get([b"c"])) == (1, None, 3)
+
+
+_MAPS = [{}, {"cpu": "1"}, {"cpu": "2"}, {"memory": "1Gi", "cpu": "1"}]
+
+
+@given(st.lists(st.sampled_from(_MAPS), max_size=12))
+def test_runs_of_equal_maps_read_as_each_node_alone(allocatable: list[dict[str, str]]) -> None:
+    body = _body([node(f"n{i}", a) for i, a in enumerate(allocatable)])
+    fast = _decode_fast(body)
+    assert fast is not None and fast.nodes is not None
+    assert [n.allocatable for n in fast.nodes] == [frozenset(a) for a in allocatable]
+    by_names: dict[frozenset[str], frozenset[str]] = {}
+    assert all(by_names.setdefault(n.allocatable, n.allocatable) is n.allocatable for n in fast.nodes)
+
+
+def test_allocatable_by_name_is_what_each_node_lists_the_last_of_a_name_winning() -> None:
+    body = _body([node("a", {"cpu": "1"}), node("b", {}), node("a", {"memory": "1Gi"})])
+    for args in (_decode_fast(body), _decode_whole(body)):
+        assert args is not None and args.nodes is not None
+        assert args.allocatable_by_name() == {n.name: n.allocatable for n in args.nodes}
+        assert args.allocatable_by_name() == {"a": {"memory"}, "b": frozenset()}
+    names_only = _decode_fast(orjson.dumps({"Pod": {}, "NodeNames": ["a"]}))
+    assert names_only is not None and names_only.allocatable_by_name() is None
+
+
+@given(
+    allocatable=st.lists(st.sampled_from(_MAPS), min_size=2, max_size=8),
+    chosen=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_a_part_of_a_kept_list_reads_as_decoded_cold(
+    allocatable: list[dict[str, str]], chosen: list[bool]
+) -> None:
+    """The part is read off the kept list (prioritize's Nodes, those of filter's that passed)."""
+    nodes = [node(f"n{i}", a) for i, a in enumerate(allocatable)]
+    part = [n for n, keep in zip(nodes, chosen, strict=False) if keep][: len(nodes) - 1]
+    whole = _decode_fast(_body(nodes))  # kept
+    found = _decode_fast(_body(part))
+    assert whole is not None and found is not None and found.nodes is not None
+    assert [(n.name, n.allocatable, bytes(n.echo)) for n in found.nodes] == [
+        (n.name, n.allocatable, orjson.dumps(n.echo)) for n in _decode_whole(_body(part)).nodes or ()
+    ]
+
+
+def test_a_list_not_in_kept_order_is_decoded_itself() -> None:
+    a, b, c = node("a", {"cpu": "1"}), node("b", {}), node("c", {"memory": "1"})
+    assert _decode_fast(_body([a, b, c])) is not None
+    swapped = _decode_fast(_body([c, a]))
+    changed = _decode_fast(_body([a, node("b", {"cpu": "1"})]))
+    assert swapped is not None and swapped.nodes is not None
+    assert [(n.name, n.allocatable) for n in swapped.nodes] == [("c", {"memory"}), ("a", {"cpu"})]
+    assert changed is not None and changed.nodes is not None
+    assert [(n.name, n.allocatable) for n in changed.nodes] == [("a", {"cpu"}), ("b", {"cpu"})]

@@ -28,7 +28,12 @@ REFUSED = (ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)
 learns of the refusal (an alert, or the closed connection) on its first read."""
 
 
+BIG_ANSWER = bytes(i % 251 for i in range(3 * 1024 * 1024 + 5))
+
+
 def handler(request: HttpRequest) -> Response:
+    if request.path == "/big":  # sent apart from its head (not gathered: TLS has no sendmsg)
+        return Response(200, BIG_ANSWER)
     return json_response(200, {"path": request.path, "length": len(request.body)})
 
 
@@ -143,6 +148,18 @@ def test_keep_alive_pipelining_and_large_bodies_work_over_tls(serve: Serve, pki:
     assert received.count(b"HTTP/1.1 200 OK") == 3
     assert b'"path":"/b","length":%d' % len(big) in received
     assert b'"path":"/c"' in received
+
+
+def test_a_large_answer_arrives_whole_over_tls(serve: Serve, pki: Pki) -> None:
+    server = serve()
+    context = client_context(pki, pki.client)
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    try:
+        conn.request("GET", "/big")
+        response = conn.getresponse()
+        assert (response.status, response.read()) == (200, BIG_ANSWER)
+    finally:
+        conn.close()
 
 
 def test_a_renewed_certificate_is_served_to_new_connections(serve: Serve, pki: Pki) -> None:
