@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, refusal_reason
+from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, put_at, refusal_reason
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
 from rte.consumer.kernel.zonescore import (
     allocated_scores,
@@ -33,7 +33,7 @@ from rte.consumer.kernel.zonescore import (
 )
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
-from rte.consumer.requests import PreparedPod, Request, kubelet_units
+from rte.consumer.requests import PreparedPod, Request, kubelet_units, shape_of
 from rte.consumer.score import Scorer, ScoringStrategy, Weighted
 from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_ALLOCATED
 from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
@@ -45,9 +45,9 @@ _NONE = POLICY_CODES[POLICY_NONE]
 class _Texts:
     """Distinct reason texts, each with a code."""
 
-    def __init__(self) -> None:
-        self.items: list[str] = []
-        self._codes: dict[str, int] = {}
+    def __init__(self, items: Sequence[str] = ()) -> None:
+        self.items: list[str] = list(items)
+        self._codes: dict[str, int] = {text: code for code, text in enumerate(self.items)}
 
     def code(self, text: str) -> int:
         code = self._codes.get(text)
@@ -139,42 +139,92 @@ class _Filtered:
     position: Ints
     """The zone slot the kernel admitted the pod to, -1 where it did not decide a fit."""
     usable: Bools
-    scalar_rows: int
+    scalar: Bools
+    """The rows the scalar path decided."""
+
+    @property
+    def scalar_rows(self) -> int:
+        return int(self.scalar.sum())
+
+    def frozen(self) -> _Filtered:
+        for array in (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar):
+            array.flags.writeable = False  # shared by every decision the entry answers
+        return self
+
+    def patched(self, at: Ints, sub: _Filtered) -> _Filtered:
+        """This decision with the positions ``at`` decided again (``sub``: a decision on exactly
+        those positions' rows), reasons merged into one list of distinct texts."""
+        texts = _Texts(self.texts)
+        remap = np.array([texts.code(t) for t in sub.texts], np.int64)
+        codes = put_at(self.codes, at, remap[sub.codes] if len(remap) else sub.codes)
+        numa, position = put_at(self.numa, at, sub.numa), put_at(self.position, at, sub.position)
+        fits, usable, scalar = (
+            put_at(a, at, b)
+            for a, b in ((self.fits, sub.fits), (self.usable, sub.usable), (self.scalar, sub.scalar))
+        )
+        return _Filtered(self.chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
 class DecisionMemo:
-    """Filter's half of the last few decisions on one table, by pod and rows, while the table
-    is unchanged.
+    """Filter's half of the last few decisions on one table, by pod shape and rows, kept
+    current as rows are rewritten.
 
     kube-scheduler sends prioritize, right after filter, the same pod and (when every candidate
-    passed) the same candidates: the extender's mirror (:mod:`.mirror`) then gives the same rows
-    array, and if no row was rewritten meanwhile (:attr:`NodeTable.generation`), Filter's
-    verdicts and zones are those just computed; only Score runs. Entries are matched by the
-    identity of the prepared pod and of the rows array, both held here (so neither identity can
-    pass to another object), and what they hold is read-only. Use under the lock that
-    serialises the table.
+    passed) the same candidates, and the next pod of a ReplicaSet is the same spec again: the
+    extender's mirror (:mod:`.mirror`) then gives the same rows array, the pods have the same
+    shape (:func:`~rte.consumer.requests.shape_key`: what decides, the pod's name and uid
+    left out), and Filter's verdicts and zones are those already computed. If rows were rewritten since
+    (a reservation, a new NRT: :meth:`NodeTable.rewritten_since`), only the chosen rows among
+    them are decided again, when they are few; any other change decides everything afresh.
+    Entries are matched by shape and by the identity of the rows array (held here, so that its
+    identity cannot pass to another object), and what they hold is read-only. Use under
+    the lock that serialises the table.
     """
 
     def __init__(self, table: NodeTable, kept: int = 4) -> None:
         self.table = table
         self.kept = kept
-        self._entries: list[tuple[PreparedPod, object, int, _Filtered]] = []
+        self._entries: list[tuple[object, object, int, _Filtered]] = []
         self.hits = 0
+        """Decisions answered from an entry as it stood."""
+        self.patches = 0
+        """Decisions answered from an entry with a few rows decided again."""
 
     def filtered(self, prep: PreparedPod, table: NodeTable, rows: Sequence[int] | Ints | None) -> _Filtered:
         if table is not self.table:
             raise ValueError("a decision memo serves the one table it was made for")
         generation = table.generation
-        for p, r, g, f in self._entries:
-            if p is prep and r is rows and g == generation:
-                self.hits += 1
-                return f
-        f = _filter(prep, table, rows, None)
-        for array in (f.chosen, f.fits, f.codes, f.numa, f.position, f.usable):
-            array.flags.writeable = False  # shared by every decision the entry answers
-        current = [e for e in self._entries if e[2] == generation]
-        self._entries = [*current[max(0, len(current) - self.kept + 1) :], (prep, rows, generation, f)]
+        token = shape_of(prep)
+        entries = self._entries
+        for k, (p, r, g, f) in enumerate(entries):
+            if r is rows and (p is token or p == token):
+                if g == generation:
+                    self.hits += 1
+                    return f
+                del entries[k]
+                patched = self._patch(prep, table, f, g)
+                break
+        else:
+            patched = None
+        f = _filter(prep, table, rows, None).frozen() if patched is None else patched
+        del entries[: max(0, len(entries) - self.kept + 1)]
+        entries.append((token, rows, generation, f))
         return f
+
+    def _patch(self, prep: PreparedPod, table: NodeTable, f: _Filtered, generation: int) -> _Filtered | None:
+        """``f``, made at ``generation``, brought up to date; None when deciding afresh is
+        needed or cheaper."""
+        changed = table.rewritten_since(generation)
+        chosen = f.chosen
+        if changed is None or len(changed) > max(len(chosen) // 4, 1):
+            return None
+        mark = np.zeros(table.size, np.bool_)
+        mark[changed] = True
+        at = np.flatnonzero(mark.take(chosen))
+        self.patches += 1
+        if not len(at):
+            return f
+        return f.patched(at, _filter(prep, table, chosen.take(at), None)).frozen()
 
 
 def _filter(
@@ -226,8 +276,7 @@ def _filter(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    scalar_rows = int(scalar.sum())
-    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar_rows)
+    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
 def _allocatable_of(
