@@ -100,7 +100,7 @@ class PreparedPod:
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
-    shape: PodShape | None = field(default=None, compare=False, repr=False)
+    shape: SharedShape | None = field(default=None, compare=False, repr=False)
     """Shared by the pods prepared through one :class:`PodShapes` that decide alike (see there);
     None: the pod shares its decisions with no other."""
     guaranteed: bool = field(init=False)
@@ -145,7 +145,7 @@ def prepare_pod(pod: Pod, *, compat: Compat = Compat.KUBELET) -> PreparedPod:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class PodShape:
+class SharedShape:
     """What pods of one shape share: an identity (the kernel's decision memo matches on it) and
     the key it was made for (:func:`shape_key`)."""
 
@@ -187,7 +187,7 @@ def shape_key(pod: Pod, compat: Compat) -> Hashable:
 
 
 def shape_of(prep: PreparedPod) -> Hashable:
-    """The :func:`shape_key` of a prepared pod (its :class:`PodShape`'s, else made once)."""
+    """The :func:`shape_key` of a prepared pod (its :class:`SharedShape`'s, else made once)."""
     if prep.shape is not None:
         return prep.shape.key
     key = prep.memo.get(_SHAPE_KEY)
@@ -203,7 +203,7 @@ _SHAPES_KEPT = 64
 
 class PodShapes:
     """Pods prepared by shape: the pods of a ReplicaSet (one spec under many names) share one
-    :class:`PodShape`, so a decision made for one is a memo hit for the next
+    :class:`SharedShape`, so a decision made for one is a memo hit for the next
     (:class:`rte.consumer.kernel.decide.DecisionMemo`), and their requests are prepared once.
 
     Each pod still gets its own :class:`PreparedPod`: its own pod (the caches are asked about
@@ -225,7 +225,7 @@ class PodShapes:
         key = shape_key(pod, self.compat)
         first = self._shapes.pop(key, None)
         if first is None:
-            prep = replace(prepare_pod(pod, compat=self.compat), shape=PodShape(key))
+            prep = replace(prepare_pod(pod, compat=self.compat), shape=SharedShape(key))
             first = prep
             if len(self._shapes) >= self.kept:
                 del self._shapes[next(iter(self._shapes))]
