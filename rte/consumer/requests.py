@@ -204,7 +204,7 @@ _SHAPES_KEPT = 64
 class PodShapes:
     """Pods prepared by shape: the pods of a ReplicaSet (one spec under many names) share one
     :class:`SharedShape`, so a decision made for one is a memo hit for the next
-    (:class:`rte.consumer.kernel.decide.DecisionMemo`), and their requests are prepared once.
+    (:class:`rte.consumer.kernel.memo.DecisionMemo`), and their requests are prepared once.
 
     Each pod still gets its own :class:`PreparedPod`: its own pod (the caches are asked about
     that pod), its own pod-scope request name and its own :attr:`PreparedPod.memo` (whose

@@ -14,7 +14,8 @@ from fractions import Fraction
 
 import pytest
 
-from rte.consumer.kernel.decide import DecisionMemo, Verdicts, decide
+from rte.consumer.kernel.decide import Verdicts, decide
+from rte.consumer.kernel.memo import DecisionMemo
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import PodShapes, prepare_pod, shape_key, shape_of
@@ -63,7 +64,7 @@ def test_pods_decided_through_a_shared_shape_decide_as_if_prepared_alone(seed: i
             assert _facts(got) == _facts(want), (seed, k, pod)
             others = [f"pod{j}x" for j in range(k)]  # no earlier pod's name in this one's reasons
             assert not [r for r in set(got.reasons()) for other in others if other in r], (seed, k)
-    assert memo.hits > 0 and shapes.hits > 0
+    assert memo.hits > 0 and memo.score_hits > 0 and shapes.hits > 0
 
 
 def test_the_memo_brings_a_decision_up_to_date_by_deciding_only_the_rewritten_rows() -> None:

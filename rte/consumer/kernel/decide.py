@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,11 +34,14 @@ from rte.consumer.kernel.zonescore import (
 )
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
 from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
-from rte.consumer.requests import PreparedPod, Request, kubelet_units, shape_of
+from rte.consumer.requests import PreparedPod, Request, kubelet_units
 from rte.consumer.score import Scorer, ScoringStrategy, Weighted
 from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_ALLOCATED
 from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
 from rte.model.topology_manager import POLICY_NONE
+
+if TYPE_CHECKING:  # the memo decides through this module
+    from rte.consumer.kernel.memo import DecisionMemo
 
 _NONE = POLICY_CODES[POLICY_NONE]
 
@@ -114,7 +118,7 @@ def decide(
     ``allocatable`` gives, per selected row, the names of the Node's allocatable resources (None
     where unknown); without it the table's own column is read. Score is computed where Filter
     passes, or everywhere with ``score_failed`` (what a prioritize request asks). ``memo``
-    (the table's, see :class:`DecisionMemo`) may answer Filter's half.
+    (the table's, see :class:`~rte.consumer.kernel.memo.DecisionMemo`) may answer either half.
     """
     if memo is not None and allocatable is None:
         f = memo.filtered(prep, table, rows)
@@ -122,8 +126,10 @@ def decide(
         f = _filter(prep, table, rows, allocatable)
     scores = None
     if strategy is not None:
-        target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
-        scores = _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
+        if memo is not None and allocatable is None:
+            scores = memo.scored(prep, table, rows, f, strategy, score_failed).copy()  # callers weigh them
+        else:
+            scores = _scored(prep, strategy, table, f, score_failed)
     return Verdicts(table.names, f.chosen, f.fits, f.codes, f.texts, f.numa, scores, f.scalar_rows)
 
 
@@ -163,68 +169,6 @@ class _Filtered:
             for a, b in ((self.fits, sub.fits), (self.usable, sub.usable), (self.scalar, sub.scalar))
         )
         return _Filtered(self.chosen, fits, codes, texts.items, numa, position, usable, scalar)
-
-
-class DecisionMemo:
-    """Filter's half of the last few decisions on one table, by pod shape and rows, kept
-    current as rows are rewritten.
-
-    kube-scheduler sends prioritize, right after filter, the same pod and (when every candidate
-    passed) the same candidates, and the next pod of a ReplicaSet is the same spec again: the
-    extender's mirror (:mod:`.mirror`) then gives the same rows array, the pods have the same
-    shape (:func:`~rte.consumer.requests.shape_key`: what decides, the pod's name and uid
-    left out), and Filter's verdicts and zones are those already computed. If rows were rewritten since
-    (a reservation, a new NRT: :meth:`NodeTable.rewritten_since`), only the chosen rows among
-    them are decided again, when they are few; any other change decides everything afresh.
-    Entries are matched by shape and by the identity of the rows array (held here, so that its
-    identity cannot pass to another object), and what they hold is read-only. Use under
-    the lock that serialises the table.
-    """
-
-    def __init__(self, table: NodeTable, kept: int = 4) -> None:
-        self.table = table
-        self.kept = kept
-        self._entries: list[tuple[object, object, int, _Filtered]] = []
-        self.hits = 0
-        """Decisions answered from an entry as it stood."""
-        self.patches = 0
-        """Decisions answered from an entry with a few rows decided again."""
-
-    def filtered(self, prep: PreparedPod, table: NodeTable, rows: Sequence[int] | Ints | None) -> _Filtered:
-        if table is not self.table:
-            raise ValueError("a decision memo serves the one table it was made for")
-        generation = table.generation
-        token = shape_of(prep)
-        entries = self._entries
-        for k, (p, r, g, f) in enumerate(entries):
-            if r is rows and (p is token or p == token):
-                if g == generation:
-                    self.hits += 1
-                    return f
-                del entries[k]
-                patched = self._patch(prep, table, f, g)
-                break
-        else:
-            patched = None
-        f = _filter(prep, table, rows, None).frozen() if patched is None else patched
-        del entries[: max(0, len(entries) - self.kept + 1)]
-        entries.append((token, rows, generation, f))
-        return f
-
-    def _patch(self, prep: PreparedPod, table: NodeTable, f: _Filtered, generation: int) -> _Filtered | None:
-        """``f``, made at ``generation``, brought up to date; None when deciding afresh is
-        needed or cheaper."""
-        changed = table.rewritten_since(generation)
-        chosen = f.chosen
-        if changed is None or len(changed) > max(len(chosen) // 4, 1):
-            return None
-        mark = np.zeros(table.size, np.bool_)
-        mark[changed] = True
-        at = np.flatnonzero(mark.take(chosen))
-        self.patches += 1
-        if not len(at):
-            return f
-        return f.patched(at, _filter(prep, table, chosen.take(at), None)).frozen()
 
 
 def _filter(
@@ -381,6 +325,14 @@ class _State:
                 code = self.texts.code(refusal_reason(outcome.entries, pattern))
                 self.codes[k[patterns == pattern]] = code
         self.scalar[where[~(placed | nothing | refused)]] = True
+
+
+def _scored(
+    prep: PreparedPod, strategy: ScoringStrategy, table: NodeTable, f: _Filtered, score_failed: bool
+) -> Ints:
+    """Score after Filter's half ``f`` (where it passed, or everywhere with ``score_failed``)."""
+    target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
+    return _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
 
 
 def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:

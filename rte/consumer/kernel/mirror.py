@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeGuard
 import numpy as np
 
 from rte.consumer.cache.interface import BatchedCache, Cursor, Lookup
-from rte.consumer.kernel.decide import DecisionMemo
+from rte.consumer.kernel.memo import DecisionMemo
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod

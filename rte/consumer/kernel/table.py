@@ -223,7 +223,7 @@ class NodeTable:
         unknown (too long ago) or the table grew meanwhile: then any row may decide otherwise.
 
         A decision on a row reads that row's columns only, so one made at ``generation`` holds
-        for every other row (:class:`rte.consumer.kernel.decide.DecisionMemo`)."""
+        for every other row (:class:`rte.consumer.kernel.memo.DecisionMemo`)."""
         count = self.generation - generation
         if count < 0 or count > len(self._log):
             return None
