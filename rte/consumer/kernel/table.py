@@ -227,13 +227,13 @@ class NodeTable:
         count = self.generation - generation
         if count < 0 or count > len(self._log):
             return None
-        rows: list[int] = []
+        rows: set[int] = set()
         for k in range(len(self._log) - count, len(self._log)):
             entry = self._log[k]
             if entry is None:
                 return None
-            rows.extend(entry)
-        return np.unique(np.array(rows, np.int64))
+            rows.update(entry)
+        return np.array(sorted(rows), np.int64)  # a few rows: cheaper than np.unique
 
     def row(self, name: str) -> int:
         """The row of node ``name``, added (without a view) on first use."""
