@@ -17,6 +17,8 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import statistics
+import time
 from typing import Any
 
 import orjson
@@ -29,6 +31,7 @@ from rte.consumer.store import NRTStore
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.wire import ExtenderArgs, decode_args
+from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
 from rte.yamlfile import encode_json
 
@@ -143,8 +146,17 @@ def summary() -> list[Row]:
         trip()
         ms = median_seconds(trip) * 1000
         trip.conn.close()
+    names = store.nodes()
+    few, every = new_pod_figures(service, names, 500), new_pod_figures(service, names, NODES)
+    pods = " | ".join(f"{f['same']:.2f}, {f['new']:.2f}, {f['row changed']:.2f}" for f in (few, every))
     return [
-        Row("extender filter+prioritize over HTTP, 5000 NRTs (nodeCacheCapable)", f"{ms:.0f} ms", "-", None)
+        Row("extender filter+prioritize over HTTP, 5000 NRTs (nodeCacheCapable)", f"{ms:.0f} ms", "-", None),
+        Row(
+            "extender's path without HTTP, 500 | 5000 candidates: same pod, new pod, new pod, a row changed",
+            f"{pods} ms",
+            "-",
+            None,
+        ),
     ]
 
 
@@ -177,6 +189,7 @@ def main() -> None:
         ms = median_seconds(in_process) * 1000
         print(f"  same decisions in process (no HTTP, no JSON): median {ms:6.1f} ms")
         _server_path(service, names)
+        _new_pods(service, names)
 
 
 def _server_path(service: ExtenderService, names: list[str]) -> None:
@@ -198,3 +211,63 @@ def _server_path(service: ExtenderService, names: list[str]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class _Pods:
+    """The server's path for a round trip (filter then prioritize, decoded, decided, encoded) of
+    pod after pod: the same pod again, a new pod of the same spec each time (another name and
+    uid, as a ReplicaSet's pods come), or a new pod after one candidate's row changed (the
+    previous pod reserved on a candidate, the one before released), as in a live cluster."""
+
+    def __init__(self, service: ExtenderService, names: list[str], mode: str) -> None:
+        self.service, self.names, self.mode = service, names, mode
+        self.count = 0
+        self.reserved: list[tuple[str, Pod]] = []
+
+    def _manifest(self) -> dict[str, Any]:
+        if self.mode == "same":
+            return POD
+        self.count += 1
+        return {**POD, "metadata": {**POD["metadata"], "name": f"pod-{self.count}", "uid": f"u-{self.count}"}}
+
+    def seconds(self) -> float:
+        """One round trip's time (what the pod watch does between two is not timed)."""
+        manifest = self._manifest()
+        if self.mode == "row changed":
+            pod = pod_from_manifest(manifest)
+            node = self.names[self.count * 7 % len(self.names)]
+            self.service.cache.reserve(node, pod)
+            self.reserved.append((node, pod))
+            if len(self.reserved) > 1:
+                self.service.cache.unreserve(*self.reserved.pop(0))
+        body = orjson.dumps({"Pod": manifest, "NodeNames": self.names})
+        start = time.perf_counter()
+        encode_json(self.service.filter(decode_args(body)))
+        self.service.prioritize_json(decode_args(body))
+        return time.perf_counter() - start
+
+    def undo(self) -> None:
+        for node, pod in self.reserved:
+            self.service.cache.unreserve(node, pod)
+        self.reserved.clear()
+
+
+def new_pod_figures(service: ExtenderService, names: list[str], count: int) -> dict[str, float]:
+    """ms per round trip on the server's path (:class:`_Pods`) at ``count`` candidates."""
+    chosen = random.Random(7).sample(names, count)
+    out = {}
+    for mode in ("same", "new", "row changed"):
+        trips = _Pods(service, chosen, mode)
+        trips.seconds()
+        out[mode] = statistics.median(trips.seconds() for _ in range(31)) * 1000
+        trips.undo()
+    return out
+
+
+def _new_pods(service: ExtenderService, names: list[str]) -> None:
+    for count in (500, NODES):
+        ms = new_pod_figures(service, names, count)
+        print(
+            f"  {count} candidates, a round trip on the server's path: the same pod {ms['same']:5.2f} ms, "
+            f"a new pod {ms['new']:5.2f} ms, a new pod after one row changed {ms['row changed']:5.2f} ms"
+        )

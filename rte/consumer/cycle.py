@@ -36,7 +36,7 @@ from typing import TypeGuard
 import numpy as np
 
 from rte.consumer.cache.config import LoadAwareConfig, LoadMode
-from rte.consumer.cache.interface import Lookup, NRTCache, ScoreViewsCache
+from rte.consumer.cache.interface import Lookup, NRTCache, ScoreViewsCache, implements
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.mirror import is_batched, mirror_of
@@ -134,14 +134,7 @@ def score_lookup(cache: NRTCache, name: str, lookup: Lookup) -> Lookup:
 
 
 def _estimates(cache: object) -> TypeGuard[ScoreViewsCache]:
-    kind = type(cache)
-    known = _ESTIMATING.get(kind)
-    if known is None:
-        known = _ESTIMATING[kind] = isinstance(cache, ScoreViewsCache)
-    return known
-
-
-_ESTIMATING: dict[type, bool] = {}
+    return implements(cache, ScoreViewsCache)
 
 
 def _rescore(
@@ -289,7 +282,7 @@ def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scor
         selection = None if mirror.whole else rows
         verdicts = decide(prep, mirror.table, selection, scorer.strategy, score_failed=True, memo=mirror.memo)
         views = _load_views(cache, mirror.table, rows, np.ones(len(rows), np.bool_))
-        fresh = mirror.table.fresh[rows] & mirror.table.has_view[rows]
+        fresh = mirror.table.fresh.take(rows) & mirror.table.has_view.take(rows)
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
     _rescore(cache, mirror.table.index, rows, fresh, verdicts.scores, scorer)

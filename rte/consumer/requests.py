@@ -9,8 +9,8 @@ the kubelet's admission (the default) or the reference plugin's decisions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from rte.model.admission.node import NodeFacts
@@ -100,6 +100,9 @@ class PreparedPod:
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
+    shape: SharedShape | None = field(default=None, compare=False, repr=False)
+    """Shared by the pods prepared through one :class:`PodShapes` that decide alike (see there);
+    None: the pod shares its decisions with no other."""
     guaranteed: bool = field(init=False)
     """The pod's QoS class is Guaranteed (a field, not a property: the per-node loops read it)."""
     reference: bool = field(init=False)
@@ -139,6 +142,99 @@ def prepare_pod(pod: Pod, *, compat: Compat = Compat.KUBELET) -> PreparedPod:
         compat=compat,
         requests_non_native=any(not is_native_resource(r) for c in containers for r in c.requests),
     )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SharedShape:
+    """What pods of one shape share: an identity (the kernel's decision memo matches on it) and
+    the key it was made for (:func:`shape_key`)."""
+
+    key: Hashable
+
+
+def _requests_key(requests: Mapping[str, Amount]) -> tuple[tuple[str, type, Amount], ...]:
+    # The type too: 4 and Fraction(4) are equal, and the pod model never makes the second, but
+    # sharing must not rest on that.
+    return tuple(sorted((name, type(q), q) for name, q in requests.items()))
+
+
+def _container_key(c: Container) -> tuple[object, ...]:
+    return (c.name, _requests_key(c.requests), _requests_key(c.limits), c.restart_policy)
+
+
+def shape_key(pod: Pod, compat: Compat) -> Hashable:
+    """Everything of ``pod`` that Filter and Score (their verdicts, zones, scores and reasons)
+    read, hashable: pods with equal keys decide alike on every node.
+
+    Left out are the pod's identity (namespace, uid), its place in its life (node, phase) and
+    its scheduler, which no decision reads. The name is in the key only with pod-level resources:
+    it names the admission unit that then stands for the app containers (a reason may quote it);
+    otherwise it names only the pod-scope unit, whose reasons say "the pod", and the pod-scope
+    request, which no reason quotes. A test holds this: pods that differ in anything else never
+    share, and sharing pods decide as if prepared alone (``tests/consumer/test_pod_shapes.py``).
+    """
+    resources = pod.resources
+    return (
+        compat,
+        pod.status_qos_class,
+        tuple(map(_container_key, pod.containers)),
+        tuple(map(_container_key, pod.init_containers)),
+        _requests_key(pod.overhead),
+        None
+        if resources is None
+        else (pod.name, _requests_key(resources.requests), _requests_key(resources.limits)),
+    )
+
+
+def shape_of(prep: PreparedPod) -> Hashable:
+    """The :func:`shape_key` of a prepared pod (its :class:`SharedShape`'s, else made once)."""
+    if prep.shape is not None:
+        return prep.shape.key
+    key = prep.memo.get(_SHAPE_KEY)
+    if key is None:
+        key = prep.memo[_SHAPE_KEY] = shape_key(prep.pod, prep.compat)
+    return key
+
+
+_SHAPE_KEY = "shape-key"
+_SHAPES_KEPT = 64
+"""Shapes a :class:`PodShapes` remembers (the least recently used is forgotten first)."""
+
+
+class PodShapes:
+    """Pods prepared by shape: the pods of a ReplicaSet (one spec under many names) share one
+    :class:`SharedShape`, so a decision made for one is a memo hit for the next
+    (:class:`rte.consumer.kernel.memo.DecisionMemo`), and their requests are prepared once.
+
+    Each pod still gets its own :class:`PreparedPod`: its own pod (the caches are asked about
+    that pod), its own pod-scope request name and its own :attr:`PreparedPod.memo` (whose
+    admission units and scalar verdicts name the pod). Not thread-safe: the caller serialises.
+    """
+
+    def __init__(self, compat: Compat = Compat.KUBELET, kept: int = _SHAPES_KEPT) -> None:
+        self.compat = Compat.parse(compat, "compat")
+        self.kept = kept
+        self._shapes: dict[Hashable, PreparedPod] = {}
+        self.hits = 0
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def prepare(self, pod: Pod) -> PreparedPod:
+        """``prepare_pod(pod)``, sharing the shape of an earlier pod that decides alike."""
+        key = shape_key(pod, self.compat)
+        first = self._shapes.pop(key, None)
+        if first is None:
+            prep = replace(prepare_pod(pod, compat=self.compat), shape=SharedShape(key))
+            first = prep
+            if len(self._shapes) >= self.kept:
+                del self._shapes[next(iter(self._shapes))]
+        else:
+            self.hits += 1
+            request = first.pod_request
+            prep = replace(first, pod=pod, pod_request=replace(request, name=pod.name), memo={})
+        self._shapes[key] = first  # most recently used last
+        return prep
 
 
 def units_key(facts: NodeFacts) -> tuple[object, ...]:

@@ -37,7 +37,7 @@ from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
-from rte.consumer.requests import PreparedPod, prepare_pod
+from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
@@ -88,6 +88,8 @@ class ExtenderService:
         self._pods: dict[PodKey, Pod] = {}
         self._prepared: dict[bytes, PreparedPod] = {}
         """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`)."""
+        self._shapes = PodShapes(compat)
+        """Pods prepared by shape: a ReplicaSet's next pod is prepared and filtered as its last."""
         self._priorities = PriorityEncoder()
         """Prioritize's answers, each candidate list's text prepared once."""
         self._ours: dict[PodKey, str] = {}
@@ -181,6 +183,9 @@ class ExtenderService:
         Filter and prioritize send the same pod, and a pod that failed to schedule comes back
         the same: the same bytes decode to the same pod, so its preparation (a third of a
         500-candidate request) is reused, scorers' tables included (:attr:`PreparedPod.memo`).
+        A new pod of a shape seen before (a ReplicaSet's next pod) is prepared from that shape
+        (:class:`~rte.consumer.requests.PodShapes`), and its Filter is a memo hit when no
+        candidate's row changed, or decides again only the rows that did.
         """
         key = args.pod_json
         if key is not None:
@@ -188,9 +193,9 @@ class ExtenderService:
             if prep is not None:
                 return prep
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
-        prep = prepare_pod(pod, compat=self.compat)
-        if key is not None:
-            with self._lock:
+        with self._lock:
+            prep = self._shapes.prepare(pod)
+            if key is not None:
                 self._prepared[key] = prep
                 while len(self._prepared) > _PODS_PREPARED_KEPT:
                     del self._prepared[next(iter(self._prepared))]

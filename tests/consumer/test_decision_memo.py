@@ -13,7 +13,8 @@ import random
 import numpy as np
 import pytest
 
-from rte.consumer.kernel.decide import DecisionMemo, Verdicts, decide
+from rte.consumer.kernel.decide import Verdicts, decide
+from rte.consumer.kernel.memo import DecisionMemo
 from rte.consumer.kernel.mirror import mirror_of
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.requests import prepare_pod

@@ -59,3 +59,22 @@ def test_scores_of_another_length_are_refused() -> None:
     except ValueError:
         return
     raise AssertionError("a score column shorter than the names was encoded")
+
+
+def test_an_answer_is_remembered_per_list_for_the_same_scores_and_only_for_them() -> None:
+    encoder = PriorityEncoder()
+    names = tuple(f"worker-{i}" for i in range(30))
+    rng = np.random.default_rng(11)
+    previous, last = None, b""
+    for _ in range(40):  # scores that repeat, change in one place, or on our scale only
+        if previous is None or rng.random() < 0.3:
+            scores = rng.integers(-5, 106, len(names))
+        else:
+            scores = previous.copy()
+            if rng.random() < 0.5:
+                scores[rng.integers(len(names))] += 1  # may map to the same extender score
+        answer = encoder.encode(names, scores)
+        assert answer == _plain(names, scores)
+        if previous is not None and (scores == previous).all():
+            assert answer is last
+        previous, last = scores, answer

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, refusal_reason
+from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, put_at, refusal_reason
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
 from rte.consumer.kernel.zonescore import (
     allocated_scores,
@@ -39,15 +40,18 @@ from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_
 from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
 from rte.model.topology_manager import POLICY_NONE
 
+if TYPE_CHECKING:  # the memo decides through this module
+    from rte.consumer.kernel.memo import DecisionMemo
+
 _NONE = POLICY_CODES[POLICY_NONE]
 
 
 class _Texts:
     """Distinct reason texts, each with a code."""
 
-    def __init__(self) -> None:
-        self.items: list[str] = []
-        self._codes: dict[str, int] = {}
+    def __init__(self, items: Sequence[str] = ()) -> None:
+        self.items: list[str] = list(items)
+        self._codes: dict[str, int] = {text: code for code, text in enumerate(self.items)}
 
     def code(self, text: str) -> int:
         code = self._codes.get(text)
@@ -114,7 +118,7 @@ def decide(
     ``allocatable`` gives, per selected row, the names of the Node's allocatable resources (None
     where unknown); without it the table's own column is read. Score is computed where Filter
     passes, or everywhere with ``score_failed`` (what a prioritize request asks). ``memo``
-    (the table's, see :class:`DecisionMemo`) may answer Filter's half.
+    (the table's, see :class:`~rte.consumer.kernel.memo.DecisionMemo`) may answer either half.
     """
     if memo is not None and allocatable is None:
         f = memo.filtered(prep, table, rows)
@@ -122,8 +126,10 @@ def decide(
         f = _filter(prep, table, rows, allocatable)
     scores = None
     if strategy is not None:
-        target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
-        scores = _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
+        if memo is not None and allocatable is None:
+            scores = memo.scored(prep, table, rows, f, strategy, score_failed).copy()  # callers weigh them
+        else:
+            scores = _scored(prep, strategy, table, f, score_failed)
     return Verdicts(table.names, f.chosen, f.fits, f.codes, f.texts, f.numa, scores, f.scalar_rows)
 
 
@@ -139,42 +145,30 @@ class _Filtered:
     position: Ints
     """The zone slot the kernel admitted the pod to, -1 where it did not decide a fit."""
     usable: Bools
-    scalar_rows: int
+    scalar: Bools
+    """The rows the scalar path decided."""
 
+    @property
+    def scalar_rows(self) -> int:
+        return int(self.scalar.sum())
 
-class DecisionMemo:
-    """Filter's half of the last few decisions on one table, by pod and rows, while the table
-    is unchanged.
-
-    kube-scheduler sends prioritize, right after filter, the same pod and (when every candidate
-    passed) the same candidates: the extender's mirror (:mod:`.mirror`) then gives the same rows
-    array, and if no row was rewritten meanwhile (:attr:`NodeTable.generation`), Filter's
-    verdicts and zones are those just computed; only Score runs. Entries are matched by the
-    identity of the prepared pod and of the rows array, both held here (so neither identity can
-    pass to another object), and what they hold is read-only. Use under the lock that
-    serialises the table.
-    """
-
-    def __init__(self, table: NodeTable, kept: int = 4) -> None:
-        self.table = table
-        self.kept = kept
-        self._entries: list[tuple[PreparedPod, object, int, _Filtered]] = []
-        self.hits = 0
-
-    def filtered(self, prep: PreparedPod, table: NodeTable, rows: Sequence[int] | Ints | None) -> _Filtered:
-        if table is not self.table:
-            raise ValueError("a decision memo serves the one table it was made for")
-        generation = table.generation
-        for p, r, g, f in self._entries:
-            if p is prep and r is rows and g == generation:
-                self.hits += 1
-                return f
-        f = _filter(prep, table, rows, None)
-        for array in (f.chosen, f.fits, f.codes, f.numa, f.position, f.usable):
+    def frozen(self) -> _Filtered:
+        for array in (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar):
             array.flags.writeable = False  # shared by every decision the entry answers
-        current = [e for e in self._entries if e[2] == generation]
-        self._entries = [*current[max(0, len(current) - self.kept + 1) :], (prep, rows, generation, f)]
-        return f
+        return self
+
+    def patched(self, at: Ints, sub: _Filtered) -> _Filtered:
+        """This decision with the positions ``at`` decided again (``sub``: a decision on exactly
+        those positions' rows), reasons merged into one list of distinct texts."""
+        texts = _Texts(self.texts)
+        remap = np.array([texts.code(t) for t in sub.texts], np.int64)
+        codes = put_at(self.codes, at, remap[sub.codes] if len(remap) else sub.codes)
+        numa, position = put_at(self.numa, at, sub.numa), put_at(self.position, at, sub.position)
+        fits, usable, scalar = (
+            put_at(a, at, b)
+            for a, b in ((self.fits, sub.fits), (self.usable, sub.usable), (self.scalar, sub.scalar))
+        )
+        return _Filtered(self.chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
 def _filter(
@@ -226,8 +220,7 @@ def _filter(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    scalar_rows = int(scalar.sum())
-    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar_rows)
+    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
 def _allocatable_of(
@@ -332,6 +325,14 @@ class _State:
                 code = self.texts.code(refusal_reason(outcome.entries, pattern))
                 self.codes[k[patterns == pattern]] = code
         self.scalar[where[~(placed | nothing | refused)]] = True
+
+
+def _scored(
+    prep: PreparedPod, strategy: ScoringStrategy, table: NodeTable, f: _Filtered, score_failed: bool
+) -> Ints:
+    """Score after Filter's half ``f`` (where it passed, or everywhere with ``score_failed``)."""
+    target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
+    return _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
 
 
 def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:

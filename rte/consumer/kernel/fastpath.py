@@ -55,6 +55,13 @@ def pick(column: _Column, selection: Selection) -> _Column:
     return column.take(selection, axis=0)
 
 
+def put_at(column: _Column, at: Ints, values: _Column) -> _Column:
+    """A copy of ``column`` with ``values`` at the positions ``at``."""
+    out = column.copy()
+    out[at] = values
+    return out
+
+
 def selection_size(table: NodeTable, selection: Selection) -> int:
     if isinstance(selection, slice):
         return len(range(*selection.indices(table.size)))

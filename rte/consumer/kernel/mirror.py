@@ -24,8 +24,8 @@ from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from rte.consumer.cache.interface import BatchedCache, Cursor, Lookup
-from rte.consumer.kernel.decide import DecisionMemo
+from rte.consumer.cache.interface import BatchedCache, Cursor, Lookup, implements
+from rte.consumer.kernel.memo import DecisionMemo
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod
@@ -157,17 +157,9 @@ class CacheMirror:
 
 
 def is_batched(cache: object) -> TypeGuard[BatchedCache]:
-    """``isinstance(cache, BatchedCache)``, answered by the cache's class where it can be: a
-    runtime protocol check inspects every member of the protocol each time (a tenth of a
-    millisecond, twice per request)."""
-    kind = type(cache)
-    by_class = _BATCHED_CLASSES.get(kind)
-    if by_class is None:
-        by_class = _BATCHED_CLASSES[kind] = issubclass(kind, BatchedCache)
-    return by_class or isinstance(cache, BatchedCache)
-
-
-_BATCHED_CLASSES: dict[type, bool] = {}
+    """``isinstance(cache, BatchedCache)``, answered by the cache's class where it can be
+    (:func:`~rte.consumer.cache.interface.implements`)."""
+    return implements(cache, BatchedCache)
 
 
 def _keep_few(memo: dict[Any, Any]) -> None:

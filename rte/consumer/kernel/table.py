@@ -19,6 +19,7 @@ node's view changes; the table keeps the view itself for the scalar path. Readin
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
@@ -49,6 +50,10 @@ __all__ = [
     "RowData",
     "row_data",
 ]
+
+
+_LOG_KEPT = 32
+"""Writes whose rows :meth:`NodeTable.rewritten_since` can name."""
 
 
 def _grown(array: npt.NDArray[np.generic], rows: int, width: int, fill: object) -> npt.NDArray[np.generic]:
@@ -95,6 +100,9 @@ class NodeTable:
         self.size = 0
         self.generation = 0
         """Counts the writes: equal generations, equal contents (memos of decisions check it)."""
+        self._log: deque[tuple[int, ...] | None] = deque(maxlen=_LOG_KEPT)
+        """The rows each of the last writes rewrote, one entry per generation (None: a write
+        that may have changed any row's decision: the table grew)."""
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.views: list[NumaView | None] = []
@@ -154,7 +162,7 @@ class NodeTable:
 
     def _resize(self, rows: int, width: int) -> None:
         """Grow to ``rows`` rows and ``width`` zone slots (never shrinks)."""
-        self.generation += 1
+        self._written(None)
         self.ids = _grown(self.ids, rows, width, ABSENT)  # type: ignore[assignment]
         self.at_minimum = _grown(self.at_minimum, rows, width, False)  # type: ignore[assignment]
         for matrices, fill in ((self.available, ABSENT), (self.fractional, False)):
@@ -206,13 +214,34 @@ class NodeTable:
 
     # --- rows ----------------------------------------------------------------------------------
 
+    def _written(self, rows: tuple[int, ...] | None) -> None:
+        self.generation += 1
+        self._log.append(rows)
+
+    def rewritten_since(self, generation: int) -> Ints | None:
+        """The rows rewritten since ``generation`` (ascending, distinct), or None when that is
+        unknown (too long ago) or the table grew meanwhile: then any row may decide otherwise.
+
+        A decision on a row reads that row's columns only, so one made at ``generation`` holds
+        for every other row (:class:`rte.consumer.kernel.memo.DecisionMemo`)."""
+        count = self.generation - generation
+        if count < 0 or count > len(self._log):
+            return None
+        rows: set[int] = set()
+        for k in range(len(self._log) - count, len(self._log)):
+            entry = self._log[k]
+            if entry is None:
+                return None
+            rows.update(entry)
+        return np.array(sorted(rows), np.int64)  # a few rows: cheaper than np.unique
+
     def row(self, name: str) -> int:
         """The row of node ``name``, added (without a view) on first use."""
         row = self.index.get(name)
         if row is not None:
             return row
         row = self.size
-        self.generation += 1
+        self._written(None)
         if row == self.capacity:
             # By a quarter, not double: the spare rows are filled (resident) columns, 5 MiB at
             # 20 000 nodes when doubled; resizes stay amortised O(1) per row.
@@ -235,7 +264,7 @@ class NodeTable:
         """(Re)write ``row`` from ``view`` (None: the node has no NRT). When the row holds a view
         that ``view`` differs from in amounts only (reservations added or removed), only the
         amounts are written."""
-        self.generation += 1
+        self._written((row,))
         old = self.views[row]
         if view is not None and old is not None and same_shape(row_data(old), view):
             self._put_amounts(row, view, fresh, allocatable)
@@ -318,7 +347,7 @@ class NodeTable:
         conversion, much faster than row by row (a later duplicate row wins, as with :meth:`put`)."""
         if not rows:
             return
-        self.generation += 1
+        self._written(tuple(rows))
         data = [None if v is None else row_data(v) for v in views]
         width = max([self.width, *(len(d.ids) for d in data if d is not None)])
         if width > self.width:
