@@ -204,7 +204,7 @@ class ExtenderService:
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         """An ``ExtenderFilterResult`` for ``args`` (nodes that fit, and why the others do not)."""
         prep = self._prepare(args)
-        allocatable = {n.name: n.allocatable for n in args.nodes} if args.nodes else None
+        allocatable = args.allocatable_by_name()
         outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1
