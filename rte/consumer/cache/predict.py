@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
+from operator import itemgetter
 
 from rte.consumer.kubelet_filter import node_of
 from rte.consumer.numaview import NumaView
@@ -110,8 +111,8 @@ def _admitted_zone(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | 
     return None if answer is None else (answer[0], dict(answer[1]))  # callers own their dict
 
 
-def _pairs(amounts: Mapping[str, Amount]) -> tuple[tuple[str, Amount], ...]:
-    return tuple(sorted(amounts.items()))
+def _pairs(amounts: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(amounts.items(), key=itemgetter(0)))
 
 
 def _memo_key(view: NumaView, pod: Pod) -> tuple[object, ...] | None:
@@ -140,7 +141,8 @@ def _view_key(view: NumaView) -> tuple[object, ...]:
             view.ids,
             view.distances,
             facts,
-            tuple(_pairs(z) for z in view.zone_available),
+            _pairs(view.available),  # every zone's amounts per resource, and which zones list it:
+            _pairs(view.present),  # zone_available in two sorts rather than one per zone
             tuple(_pairs(z) for z in view.zone_capacity),
             tuple(_pairs(z) for z in view.zone_allocatable),
         )
