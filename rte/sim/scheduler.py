@@ -34,9 +34,11 @@ from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 
 from rte.consumer.cache.interface import Lookup, NRTCache
-from rte.consumer.cycle import filter_one, record_outcome, score_lookup, score_one
+from rte.consumer.cycle import record_outcome, score_lookup, score_one
+from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import decide
 from rte.consumer.kernel.table import NodeTable
+from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.model.pod import Pod, kubelet_pod_request
@@ -125,6 +127,9 @@ class SimScheduler:
         self._lookups: list[dict[int, tuple[bool, str, Lookup]]] = [{} for _ in self.shapes]
         """The last verdict (fits, reason) and lookup per (shape, node), replayed to the cache's
         bookkeeping."""
+        self._scores: list[dict[int, tuple[NumaView | None, bool, int]]] = [{} for _ in self.shapes]
+        """The last score per (shape, node) and the view it rated (kept alive, so compared by
+        identity): :meth:`_evaluate` rates a view only once."""
         self.scorers = [Scorer(p, strategy) for p in self.shapes]
         self.evaluations = 0
         """Filter (and Score) evaluations actually computed."""
@@ -168,18 +173,35 @@ class SimScheduler:
         allocatable, used = self.allocatable[node], self.used[node]
         return all(used.get(r, 0) + q <= allocatable.get(r, 0) for r, q in self.requests[shape].items())
 
-    def _evaluate(self, node: int, shape: int) -> int | None:
-        """The NUMA score when the node passes Filter, else None (node-level failures: -1)."""
+    def _evaluate(self, node: int, shape: int, reuse: bool = True) -> int | None:
+        """The NUMA score when the node passes Filter, else None (node-level failures: -1).
+
+        :func:`~rte.consumer.cycle.filter_one` in two steps: the verdict and the score are pure
+        functions of the view the cache serves (and of its freshness), so when the cache serves
+        the very same view object as the last time (``reuse``), they are taken from the memo."""
         if not self.node_fits(node, shape):
             return -1
-        prep = self.shapes[shape]
+        prep, name = self.shapes[shape], self.names[node]
         self.evaluations += 1
-        verdict, lookup = filter_one(prep, self.names[node], self.cache, self.allocatable_names[node])
-        self._lookups[shape][node] = (verdict.fits, verdict.reason, lookup)
-        if not verdict.fits:
+        lookup = self.cache.get(name, prep.pod)
+        memo = self._lookups[shape]
+        last = memo.get(node) if reuse else None
+        if last is not None and last[2].view is lookup.view and last[2].fresh == lookup.fresh:
+            fits, reason = last[0], last[1]
+        else:
+            verdict = filter_node(prep, lookup.view, self.allocatable_names[node], fresh=lookup.fresh)
+            fits, reason = verdict.fits, verdict.reason
+        memo[node] = (fits, reason, lookup)
+        if not fits:
             return None
-        scored = score_lookup(self.cache, self.names[node], lookup)
-        return score_one(prep, scored, self.scorers[shape], self.cache.config.load)
+        scored = score_lookup(self.cache, name, lookup)
+        scores = self._scores[shape]
+        kept = scores.get(node) if reuse else None
+        if kept is not None and kept[0] is scored.view and kept[1] == scored.fresh:
+            return kept[2]
+        score = score_one(prep, scored, self.scorers[shape], self.cache.config.load)
+        scores[node] = (scored.view, scored.fresh, score)
+        return score
 
     def _refresh(self, shape: int) -> None:
         dirty = self._dirty[shape]
@@ -249,7 +271,7 @@ class SimScheduler:
         feasible: dict[int, int] = {}
         failing: set[int] = set()
         for node in range(len(self.names)):
-            result = self._evaluate(node, shape)
+            result = self._evaluate(node, shape, reuse=False)
             if result is None:
                 failing.add(node)
             elif result >= 0:

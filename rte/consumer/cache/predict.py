@@ -27,6 +27,8 @@ not charge to zones in full (the shared CPU pool).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
+from operator import itemgetter
 
 from rte.consumer.kubelet_filter import node_of
 from rte.consumer.numaview import NumaView
@@ -41,6 +43,13 @@ from rte.model.quantity import Amount
 
 ZoneCharge = Mapping[int, Mapping[str, Amount]]
 """NUMA id -> resource -> amount taken from that zone."""
+
+ADMISSION_MEMO_LIMIT = 4096
+"""Admissions :func:`_admitted_zone` remembers before starting over (issue #13: the reserve cache
+runs the model for every pod it reserves, about a millisecond on 8 zones, mostly on node states it
+has seen before: pods of a few shapes landing on nodes of a few kinds)."""
+
+_memo: dict[tuple[object, ...], tuple[int, dict[str, Amount]] | None] = {}
 
 
 class _Recording(CountAllocator):
@@ -88,7 +97,63 @@ def chosen_zone(charge: ZoneCharge) -> int:
 
 
 def _admitted_zone(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
-    """(position of the single zone the model admits the pod on, what it takes there), or None."""
+    """(position of the single zone the model admits the pod on, what it takes there), or None;
+    remembered per pod shape and view content (:func:`_memo_key`)."""
+    key = _memo_key(view, pod)
+    if key is None:
+        return _admit(view, pod)
+    if key in _memo:
+        answer = _memo[key]
+    else:
+        if len(_memo) >= ADMISSION_MEMO_LIMIT:
+            _memo.clear()
+        answer = _memo[key] = _admit(view, pod)
+    return None if answer is None else (answer[0], dict(answer[1]))  # callers own their dict
+
+
+def _pairs(amounts: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(amounts.items(), key=itemgetter(0)))
+
+
+def _memo_key(view: NumaView, pod: Pod) -> tuple[object, ...] | None:
+    """Everything :func:`_admit` reads, hashable; None for a pod it does not describe.
+
+    For a pod of one container without init containers, overhead or pod-level resources, the
+    units and the request depend only on its QoS class and the container's requests and limits
+    (as :mod:`rte.consumer.cache.estimate` remembers its charges); the model's node only on the
+    view's ids, distances, facts and per-zone available, capacity and allocatable amounts."""
+    if len(pod.containers) != 1 or pod.init_containers or pod.overhead or pod.resources is not None:
+        return None
+    c = pod.containers[0]
+    return ((pod.qos_class, _pairs(c.requests), _pairs(c.limits), c.restart_policy), _view_key(view))
+
+
+def _view_key(view: NumaView) -> tuple[object, ...]:
+    """What the model's node is built from (:func:`~rte.consumer.kubelet_filter.node_of`), once
+    per view (a pod-independent table of the view alone)."""
+    key = view.local.get(_VIEW_KEY)
+    if key is None:
+        facts = tuple(
+            _pairs(v) if isinstance(v, Mapping) else v
+            for v in (getattr(view.facts, f.name) for f in fields(view.facts))
+        )
+        key = view.local[_VIEW_KEY] = (
+            view.ids,
+            view.distances,
+            facts,
+            _pairs(view.available),  # every zone's amounts per resource, and which zones list it:
+            _pairs(view.present),  # zone_available in two sorts rather than one per zone
+            tuple(_pairs(z) for z in view.zone_capacity),
+            tuple(_pairs(z) for z in view.zone_allocatable),
+        )
+    return key  # type: ignore[return-value]
+
+
+_VIEW_KEY = "predict-admission-key"
+
+
+def _admit(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
+    """:func:`_admitted_zone` computed by the admission model."""
     prep = prepare_pod(pod)
     units = kubelet_units(prep, view.facts, units_key(view.facts))
     if len(units) != 1:
