@@ -182,13 +182,6 @@ class CompactReader:
         if len(self._parts) >= PARTS_LIMIT:
             self._parts.clear()
 
-    def forget(self) -> None:
-        """Forget the parts seen so far (between two objects only, as :meth:`bound`): after a
-        list, the last window's parts and their keys would be kept until the next list or
-        :data:`PARTS_LIMIT` watch events later (up to 1.3 MiB at 8192 of them), for sharing
-        that watch events, one NRT at a time, barely need."""
-        self._parts.clear()
-
     def read(self, obj: Any, *, strict: bool = False) -> NodeTopology:
         """``from_nrt(obj, strict=strict)``, faster for the plain shape, with shared parts."""
         self.bound()

@@ -132,7 +132,6 @@ class ClusterFeeds:
     def _nrt_list(self, topologies: list[NodeTopology | None]) -> None:
         self.store.replace_all(t for t in topologies if t is not None)
         self.service.nrt_listed()
-        self._reader.forget()
         # The pages' bytes and the reading's temporaries are freed by now, and would stay
         # resident among the topologies otherwise (rte.runtime.heap).
         release_free_heap()

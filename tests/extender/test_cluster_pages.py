@@ -72,7 +72,6 @@ def test_listed_pages_are_read_from_bytes_and_malformed_items_left_out(
     for obj in good:
         assert store.get(obj["metadata"]["name"]) == from_nrt(obj)
     assert whole_pages == []  # each page was decoded whole into dicts before
-    assert feeds._reader._parts == {}  # the list's last parts are not kept for the watch
     assert "malformed NodeResourceTopology broken" in caplog.text
 
 
@@ -85,14 +84,3 @@ def test_the_watch_reader_remembers_no_node_names() -> None:
     assert read == [from_nrt(nrt(f"worker-{i}", ZONES, pods=[])) for i in range(50)]
     assert len(reader._texts) < 20  # was 50 names more
     assert read[0].zones is read[1].zones
-
-
-def test_a_reader_that_forgot_its_parts_reads_equal_topologies_sharing_anew() -> None:
-    reader = CompactReader()
-    first = reader.read(nrt("worker-0", ZONES, pods=[]))
-    reader.forget()
-    assert reader._parts == {}
-    again = [reader.read(nrt(f"worker-{i}", ZONES, pods=[])) for i in (1, 2)]
-    assert again == [from_nrt(nrt(f"worker-{i}", ZONES, pods=[])) for i in (1, 2)]
-    assert again[0].zones == first.zones and again[0].zones is not first.zones
-    assert again[0].zones is again[1].zones
