@@ -32,6 +32,7 @@ from rte.extender.leadership import Leadership
 from rte.extender.server import STATE_MAX_AGE, ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
+from rte.runtime.heap import release_free_heap
 from rte.runtime.kubeclient import Source, load_api_client
 from rte.runtime.leaderelection import LeaseLock
 from rte.runtime.signals import SignalWaiter
@@ -73,7 +74,10 @@ class _Resyncer:
                 self.service.resync()
             except Exception:  # a bug must not stop future resyncs
                 log.exception("cache resync failed")
-            if self.service.first_resync is not None:
+            if self.service.first_resync is not None and not self.service.first_resync.is_set():
+                # The first pass built every node's state and view: what the lists and the
+                # warm-up freed stays resident among them unless given back (rte.runtime.heap).
+                release_free_heap()
                 self.service.first_resync.set()  # ready from now on (a failed pass too: it logged)
             self._stop.wait(self.period)
 

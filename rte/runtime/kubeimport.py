@@ -12,8 +12,9 @@ and nothing else lets ``import kubernetes.client`` and ``from kubernetes import 
 as usual (each loads only what it needs). The package's attributes still resolve on first use,
 as they would after the real ``__init__``: ``kubernetes.watch`` after a bare ``import
 kubernetes`` imports that part then, and ``__version__`` (which ``kubernetes.dynamic`` reads)
-comes from the installed distribution's metadata. ``kubernetes.config`` is kept bare the same
-way until a name only its ``__init__`` defines is used (see ``_CONFIG``).
+comes from the installed distribution's metadata. ``kubernetes.config`` and ``kubernetes.utils``
+are kept bare the same way until a name only their ``__init__`` defines is used (see
+``_SUBPACKAGES``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,14 @@ import types
 from typing import Any
 
 _PACKAGE = "kubernetes"
-_CONFIG = "kubernetes.config"
-"""A package of its own too: its ``__init__`` imports ``kube_config`` (and with it ``requests``,
-``requests_oauthlib``, ``oauthlib`` and ``google.auth``, 5 MiB and 150 ms), which the in-cluster
-configuration, the extender's and the agent's deployed path, never uses."""
+_SUBPACKAGES = {"kubernetes.config": True, "kubernetes.utils": False}
+"""Packages of their own kept bare too. ``config``'s ``__init__`` imports ``kube_config`` (and
+with it ``requests``, ``requests_oauthlib``, ``oauthlib`` and ``google.auth``, 5 MiB and 150 ms),
+which the in-cluster configuration, the extender's and the agent's deployed path, never uses.
+``utils``'s imports ``create_from_yaml``, the metrics helpers and ``durationpy``, 0.8 MiB, when
+the REST client needs only its ``retry`` and ``keepalive`` modules. The flag: whether a name that
+is a submodule resolves to it without completing the package; not for ``utils``, whose
+``__init__`` rebinds ``create_from_yaml`` from the submodule to the function of that name."""
 
 
 def _part(package: str, name: str) -> Any:
@@ -55,23 +60,31 @@ def _package_attribute(name: str) -> Any:
     return _part(_PACKAGE, name)
 
 
-def _config_attribute(name: str) -> Any:
-    """The bare ``kubernetes.config``'s ``__getattr__``: a submodule, else the package completed.
+def _completing(package: str, submodules: bool) -> Any:
+    """The ``__getattr__`` of a bare subpackage (``kubernetes.config``, ``kubernetes.utils``): a
+    submodule, else the package completed.
 
-    A name its ``__init__`` defines (``load_kube_config``, ``ConfigException``...) runs that
-    ``__init__`` in the module once, so that from then on the module is the real one.
+    A name only its ``__init__`` defines (``load_kube_config``, ``ConfigException``,
+    ``create_from_yaml``...) runs that ``__init__`` in the module once, so that from then on the
+    module is the real one.
     """
-    if name.startswith("__"):
-        raise AttributeError(name)
-    try:
-        return _part(_CONFIG, name)
-    except AttributeError:
-        module = sys.modules[_CONFIG]
-        del module.__getattr__  # the real __init__ defines every name; no second completion
-        spec = module.__spec__
-        assert spec is not None and spec.loader is not None
-        spec.loader.exec_module(module)
-        return getattr(module, name)
+
+    def attribute(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            if not submodules:
+                raise AttributeError(name)
+            return _part(package, name)
+        except AttributeError:
+            module = sys.modules[package]
+            del module.__getattr__  # the real __init__ defines every name; no second completion
+            spec = module.__spec__
+            assert spec is not None and spec.loader is not None
+            spec.loader.exec_module(module)
+            return getattr(module, name)
+
+    return attribute
 
 
 def _register_bare(name: str, spec: importlib.machinery.ModuleSpec, getattr_: Any) -> None:
@@ -96,8 +109,9 @@ def kubernetes_parts_on_demand() -> bool:
     if spec is None or spec.submodule_search_locations is None:
         return False
     _register_bare(_PACKAGE, spec, _package_attribute)
-    config = importlib.util.find_spec(_CONFIG)
-    if config is not None and config.submodule_search_locations is not None:
-        _register_bare(_CONFIG, config, _config_attribute)
-        sys.modules[_PACKAGE].config = sys.modules[_CONFIG]  # type: ignore[attr-defined]
+    for name, submodules in _SUBPACKAGES.items():
+        part = importlib.util.find_spec(name)
+        if part is not None and part.submodule_search_locations is not None:
+            _register_bare(name, part, _completing(name, submodules))
+            setattr(sys.modules[_PACKAGE], name.rsplit(".", 1)[1], sys.modules[name])
     return True

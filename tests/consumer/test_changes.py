@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rte.consumer.cache.batched import Deadlines
 from rte.consumer.changelog import MIN_KEPT, ChangeLog
 from rte.consumer.store import ADDED, DELETED, NRTStore
@@ -35,6 +37,15 @@ def test_a_reader_too_far_behind_is_told_anything_may_have_changed() -> None:
     recent = log.serial - 5
     assert log.since(recent) == [f"n{i % 10}" for i in range(3 * MIN_KEPT - 5, 3 * MIN_KEPT)]
     assert len(log.since(log.serial - MIN_KEPT // 2) or []) == MIN_KEPT // 2
+
+
+def test_the_logs_bookkeeping_of_20000_nodes_stays_under_a_mebibyte() -> None:
+    # Issue #13's RSS budget: the store and the reserve cache each keep a log of every node;
+    # the set that counted distinct names took 2 MiB at 20 000 (sets grow fourfold).
+    log = ChangeLog()
+    log.note_all(f"worker-{i:05d}" for i in range(20_000))
+    assert sys.getsizeof(log._distinct) + sys.getsizeof(log._names) < 2**20
+    assert log.since(0) == [f"worker-{i:05d}" for i in range(20_000)]
 
 
 def test_the_store_names_the_nodes_changed_since_a_generation_and_skips_no_ops() -> None:

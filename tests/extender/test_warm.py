@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,32 @@ def test_without_warming_the_first_request_would_build_every_row(rows_built: lis
     rows_built.clear()
     service.filter(ExtenderArgs(POD, None, NODES))
     assert rows_built == []
+
+
+def test_the_free_heap_is_given_back_once_before_ready_not_on_every_resync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the first pass and the warm-up freed would stay resident (issue #13's RSS budget);
+    # later passes free little, and trimming every 5 s would cost CPU for nothing.
+    import rte.extender.app as app_module
+
+    trims: list[bool] = []  # whether the extender was already ready at each trim
+    settings = _settings(tmp_path)
+    app = ExtenderApp(replace(settings, cache=replace(settings.cache, resync_period=0.05)))
+    monkeypatch.setattr(app_module, "release_free_heap", lambda: trims.append(app.service.ready()) or True)
+    passes = 0
+    resync = app.service.resync
+
+    def counted() -> Any:
+        nonlocal passes
+        passes += 1
+        return resync()
+
+    app.service.resync = counted  # type: ignore[method-assign]
+    with app:
+        _wait_ready(app)
+        deadline = time.monotonic() + 10
+        while passes < 4:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    assert trims == [False]

@@ -66,12 +66,16 @@ incluster.SERVICE_TOKEN_FILENAME, incluster.SERVICE_CERT_FILENAME = sys.argv[1:3
 from rte.runtime.kubeclient import Source, load_api_client
 api = load_api_client(sources=(Source.IN_CLUSTER,))
 print(api.configuration.host)
-heavy = ("requests", "requests_oauthlib", "oauthlib", "google", "kubernetes.config.kube_config")
+heavy = ("requests", "requests_oauthlib", "oauthlib", "google", "kubernetes.config.kube_config",
+         "kubernetes.utils.create_from_yaml", "kubernetes.utils.metrics", "durationpy")
 print(sorted(h for h in heavy if h in sys.modules))
 from kubernetes import config  # a name only the package's __init__ defines completes it
 from kubernetes.config.config_exception import ConfigException
 print(config.load_kube_config.__name__, config.ConfigException is ConfigException, end=" ")
 print(config.load_config.__name__)
+import kubernetes.utils.retry  # what the REST client imported, the module it already has
+from kubernetes import utils
+print(utils.retry is kubernetes.utils.retry, utils.create_from_yaml.__name__, utils.parse_duration("1m"))
 """
 
 
@@ -86,4 +90,9 @@ def test_the_in_cluster_configuration_loads_without_the_kubeconfig_machinery(tmp
         env=env,
         check=True,
     )
-    assert run.stdout.split("\n")[:3] == ["https://10.96.0.1:443", "[]", "load_kube_config True load_config"]
+    assert run.stdout.split("\n")[:4] == [
+        "https://10.96.0.1:443",
+        "[]",
+        "load_kube_config True load_config",
+        "True create_from_yaml 0:01:00",
+    ]
