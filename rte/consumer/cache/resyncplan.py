@@ -29,15 +29,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
+# MARGIN: seconds by which a node's expiry is visited early, since ``now - reserved_at < grace``
+# and ``reserved_at + grace <= now`` may disagree by a rounding. MIN_KEPT: entries the index and
+# the expiry heap may always hold before they are rebuilt.
+from rte.consumer.cache.batched import MARGIN
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.changelog import MIN_KEPT
 from rte.model.pod import Pod, PodKey
-
-MARGIN = 1e-3
-"""Seconds by which a node's expiry is visited early: ``now - reserved_at < grace`` and
-``reserved_at + grace <= now`` may disagree by a rounding."""
-
-MIN_BOUND = 4096
-"""Entries the index and the expiry heap always keep before they are rebuilt."""
 
 
 def pod_nodes(pod: Pod) -> tuple[str, ...]:
@@ -149,8 +147,8 @@ class ResyncPlan:
     def bound(self, nodes: int) -> None:
         """Keep memory bounded: compact the heap, and rebuild the index at the next resync when
         it holds many keys no reservation names any more (a full pass rebuilds it)."""
-        if len(self._heap) > MIN_BOUND + 2 * len(self._expiry):
+        if len(self._heap) > MIN_KEPT + 2 * len(self._expiry):
             self._heap = [(when, node) for node, when in self._expiry.items()]
             heapq.heapify(self._heap)
-        if len(self._reserved) > MIN_BOUND + 8 * nodes:
+        if len(self._reserved) > MIN_KEPT + 8 * nodes:
             self.full = True
