@@ -38,10 +38,6 @@ from rte.consumer.changelog import MIN_KEPT
 from rte.model.pod import Pod, PodKey
 
 
-def pod_nodes(pod: Pod) -> tuple[str, ...]:
-    return (pod.node_name,) if pod.node_name else ()
-
-
 class ResyncPlan:
     """The bookkeeping behind an incremental resync. Not thread-safe: its owner holds the
     cache's lock for :meth:`touch` and the visits, and a resync lock around :meth:`pods_changed`."""
@@ -70,25 +66,14 @@ class ResyncPlan:
         old, self._pods = self._pods, known
         if self.full:
             return set()  # every node is visited anyway (and the index rebuilt)
-        nodes: set[str] = set()
-        changed: list[PodKey] = []
-        matched = 0
-        for key, pod in known.items():
-            before = old.get(key)
-            if before is pod:
-                matched += 1
-                continue
-            changed.append(key)
-            nodes.update(pod_nodes(pod))
-            if before is not None:
-                matched += 1
-                nodes.update(pod_nodes(before))
-        if matched != len(old):  # some pods left the list
-            for key, before in old.items():
-                if key not in known:
-                    changed.append(key)
-                    nodes.update(pod_nodes(before))
-        for key in changed:
+        get = old.get
+        changed = [key for key, pod in known.items() if get(key) is not pod]  # new or replaced
+        gone = old.keys() - known.keys()
+        nodes = {known[key].node_name for key in changed}
+        nodes.update(old[key].node_name for key in gone)
+        nodes.update(pod.node_name for pod in map(get, changed) if pod is not None)
+        nodes.discard("")  # not bound
+        for key in (*changed, *gone):
             # Their nodes' visits index them again if they still hold the reservation.
             nodes.update(self._reserved.pop(key, ()))
         return nodes
