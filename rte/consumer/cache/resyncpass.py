@@ -28,7 +28,6 @@ from rte.consumer.cache.resync import (
     Comparison,
     PodsInput,
     compare,
-    group_pods,
     log_comparison,
 )
 from rte.consumer.cache.resyncplan import ResyncPlan
@@ -89,11 +88,10 @@ class ResyncPass:
         lock is taken. ``full`` visits every node (the same outcome; for tests and doubts).
         """
         with self._resync_lock:
-            by_node, known = group_pods(pods)
             plan = self._plan
             if full:
                 plan.full = True
-            moved = plan.pods_changed(known)
+            by_node, known, moved = plan.grouped(pods)
             with self._lock:
                 if now is None:
                     now = self._clock()

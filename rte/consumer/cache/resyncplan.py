@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
+from operator import is_
 
 # MARGIN: seconds by which a node's expiry is visited early, since ``now - reserved_at < grace``
 # and ``reserved_at + grace <= now`` may disagree by a rounding. MIN_KEPT: entries the index and
 # the expiry heap may always hold before they are rebuilt.
 from rte.consumer.cache.batched import MARGIN
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.resync import PodsInput, group_pods
 from rte.consumer.changelog import MIN_KEPT
 from rte.model.pod import Pod, PodKey
 
@@ -53,12 +55,27 @@ class ResyncPlan:
         self.waiting: set[str] = set()
         """Nodes whose NRT was not adopted at their last visit (History: reported still dirty)."""
         self._pods: Mapping[PodKey, Pod] = {}
+        self._list: list[Pod] = []
+        self._grouped: tuple[dict[str, list[Pod]], dict[PodKey, Pod]] = {}, {}
         self._reserved: dict[PodKey, set[str]] = {}
         self._expiry: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
 
     def touch(self, node: str) -> None:
         self.touched.add(node)
+
+    def grouped(self, pods: PodsInput) -> tuple[dict[str, list[Pod]], dict[PodKey, Pod], set[str]]:
+        """``pods`` grouped (:func:`~.resync.group_pods`), and the nodes a pod changed for since
+        the last call. The usual list of the same pod objects in the same order as last time
+        (an informer without events in between) is recognised by one C loop and not grouped again.
+        """
+        if isinstance(pods, list) and len(pods) == len(self._list) and all(map(is_, pods, self._list)):
+            by_node, known = self._grouped
+            return by_node, known, set()
+        by_node, known = group_pods(pods)
+        self._list = list(pods) if isinstance(pods, list) else []  # a copy: the caller may reuse it
+        self._grouped = by_node, known
+        return by_node, known, self.pods_changed(known)
 
     def pods_changed(self, known: Mapping[PodKey, Pod]) -> set[str]:
         """The nodes a pod changed for since the last call (``known``: every pod by key, a dict
