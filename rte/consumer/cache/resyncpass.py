@@ -98,10 +98,14 @@ class ResyncPass:
                 run = _Pass(by_node, known, now)
                 generation, stored = self._store.changed_since(plan.store_generation)
                 plan.store_generation = generation
-                if plan.full or stored is None:
-                    self._visit_every_node(run)
-                else:
-                    self._visit(sorted(plan.to_visit(stored, moved, now)), run)
+                try:
+                    if plan.full or stored is None:
+                        self._visit_every_node(run)
+                    else:
+                        self._visit(sorted(plan.to_visit(stored, moved, now)), run)
+                except BaseException:
+                    plan.full = True  # what this pass had taken to visit may be lost: start over
+                    raise
                 plan.touched.clear()  # what this pass itself touched: visited already
                 plan.bound(len(self._nodes))
                 still_dirty = run.still_dirty
