@@ -16,7 +16,15 @@ import time
 
 from bench.timing import Row
 
-FAST = ("bench_fingerprint", "bench_dump", "bench_cycle", "bench_consumer", "bench_cache", "bench_extender")
+FAST = (
+    "bench_fingerprint",
+    "bench_dump",
+    "bench_cycle",
+    "bench_consumer",
+    "bench_cache",
+    "bench_resync",
+    "bench_extender",
+)
 SLOW = ("bench_agent", "bench_simulate", "bench_serve", "bench_serve_start")
 
 

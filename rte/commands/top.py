@@ -176,11 +176,12 @@ def top(
     interval: float = 2.0,
     out: TextIO | None = None,
     clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], object] = time.sleep,
     iterations: int | None = None,
 ) -> list[NodeStatus]:
-    """Print the view once, or every ``interval`` seconds with ``watch`` (until interrupted, or
-    ``iterations`` screens); returns the statuses of the last screen that could be read.
+    """Print the view once, or every ``interval`` seconds with ``watch`` (until interrupted,
+    ``sleep`` answers something truthy, or ``iterations`` screens); returns the statuses of the
+    last screen that could be read.
 
     ``open_reader(list_resource_version)`` builds the reader.
     """
@@ -228,6 +229,7 @@ def top(
             shown += 1
             if not watch or (iterations is not None and shown >= iterations):
                 return statuses
-            sleep(interval)
+            if sleep(interval):  # a truthy answer: stop watching (the signal `rte top` waits for)
+                return statuses
     finally:
         reader.close()

@@ -8,6 +8,7 @@ command runs, so ``rte --help`` stays fast.
 from __future__ import annotations
 
 import contextlib
+import signal
 import time
 
 import click
@@ -134,8 +135,17 @@ def top_cmd(
         fingerprints=fingerprint,
     )
     every = _seconds("--interval", interval) or 2.0
-    with contextlib.suppress(KeyboardInterrupt):  # the way out of --watch
-        top(kube.reader_factory(), opts, watch=watch, interval=every)
+    if not watch:
+        with contextlib.suppress(KeyboardInterrupt):
+            top(kube.reader_factory(), opts)
+        return
+    # Ctrl-C is the way out of --watch. Taken as a KeyboardInterrupt it could land anywhere,
+    # inside a lock of the HTTP client (whose close then waits for it forever): the handler only
+    # notes it, and the watch ends between two screens (rte.runtime.signals).
+    from rte.runtime.signals import SignalWaiter
+
+    with SignalWaiter((signal.SIGINT,)) as signals:
+        top(kube.reader_factory(), opts, watch=True, interval=every, sleep=lambda s: signals.wait(timeout=s))
 
 
 @click.command(

@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from types import FrameType, TracebackType
 from typing import Any
@@ -60,13 +61,20 @@ class SignalWaiter:
         with contextlib.suppress(OSError):
             os.write(self._write, b"x")
 
-    def wait(self, stop: threading.Event | None = None, *, poll: float = 0.5) -> int | None:
-        """Until a signal arrives (its number is returned) or ``stop`` is set elsewhere (None).
+    def wait(
+        self, stop: threading.Event | None = None, *, poll: float = 0.5, timeout: float | None = None
+    ) -> int | None:
+        """Until a signal arrives (its number is returned), ``stop`` is set elsewhere or
+        ``timeout`` seconds passed (None).
 
         ``stop`` is looked at every ``poll`` seconds; a signal wakes the wait at once.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self.received is None and not (stop is not None and stop.is_set()):
-            select.select([self._read], [], [], poll)
+            pause = poll if deadline is None else min(poll, deadline - time.monotonic())
+            if pause <= 0:
+                break
+            select.select([self._read], [], [], pause)
         return self.received
 
     def __enter__(self) -> SignalWaiter:

@@ -85,6 +85,11 @@ def content(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+STARTED = re.compile(r'http="(\d+)"')
+"""The agent's line once it serves (a deadline on it only ends a failed run: a busy machine
+starts the interpreter slowly)."""
+
+
 class AgentProcess:
     """One ``rte run`` subprocess, its log, and its HTTP endpoints."""
 
@@ -107,7 +112,8 @@ class AgentProcess:
     @property
     def port(self) -> int:
         if self._port is None:
-            found = wait_for(lambda: re.search(r'http="(\d+)"', self.log), 15, "the agent to start")
+            found = wait_for(lambda: STARTED.search(self.log), 60, "the agent to start")
+            assert found is not None  # wait_for returns only what is truthy
             self._port = int(found.group(1))
         return self._port
 
@@ -135,6 +141,9 @@ class AgentProcess:
     def stop(self, timeout: float = 10.0) -> int:
         if self.returncode is None:
             if self.alive:
+                # A SIGTERM before `rte run` installed its handler would kill it (-15): wait until
+                # it serves (its handler goes in first), or has ended anyway.
+                wait_for(lambda: not self.alive or STARTED.search(self.log), 60, "the agent to start")
                 self.proc.send_signal(signal.SIGTERM)
             self.returncode = self.proc.wait(timeout)
             self._log.close()

@@ -34,3 +34,10 @@ def test_a_stop_event_set_elsewhere_ends_the_wait_without_a_signal() -> None:
     with SignalWaiter() as signals:
         threading.Timer(0.05, stop.set).start()
         assert signals.wait(stop, poll=0.01) is None
+
+
+def test_a_timeout_ends_the_wait_and_a_signal_noted_before_ends_it_at_once() -> None:
+    with SignalWaiter((signal.SIGINT,)) as signals:
+        assert signals.wait(timeout=0.02, poll=30) is None  # the timeout, not the poll, ended it
+        os.kill(os.getpid(), signal.SIGINT)
+        assert signals.wait(timeout=30) == signal.SIGINT

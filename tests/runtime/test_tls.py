@@ -21,6 +21,7 @@ from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import HttpRequest, Response, json_response
 from rte.runtime.tls import ServerTls, TlsFiles
 from tests.helpers.tlscerts import Pem, Pki, make_pki
+from tests.helpers.waiting import wait_for
 
 Serve = Callable[..., HttpServer]
 REFUSED = (ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)
@@ -86,9 +87,19 @@ def test_a_client_without_a_certificate_is_refused_and_logged_once(
     serve: Serve, pki: Pki, caplog: pytest.LogCaptureFixture
 ) -> None:
     server = serve()
-    with caplog.at_level(logging.INFO, logger="rte.runtime.tls"), pytest.raises(REFUSED):
-        call(server, client_context(pki, None))
-    [line] = [r.getMessage() for r in caplog.records if "handshake" in r.getMessage()]
+
+    def logged() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "handshake" in r.getMessage()]
+
+    with caplog.at_level(logging.INFO, logger="rte.runtime.tls"):
+        with pytest.raises(REFUSED):
+            call(server, client_context(pki, None))
+        # The server's thread logs after it sent the alert the client has just read: wait for it.
+        wait_for(logged, timeout=10.0, what="the server's log line about the refused handshake")
+        # A connection served after it: the dispatcher is done with the refused one, so a
+        # second line about it would be out by now.
+        assert call(server, client_context(pki, pki.client)) == 200
+    [line] = logged()
     assert "127.0.0.1" in line and "\n" not in line
 
 

@@ -14,8 +14,10 @@ kubelet can. ``Reconcile.EXACT`` keeps the reference plugin's semantics
   startup rule, *unverified*.
 * **get** serves the cached NRT with every reservation taken from *every* zone, clamped at 0.
   A foreign or (startup) unverified node is not fresh: the filter rejects it, it scores 0.
-* **resync**, driven periodically by the front end, compares the fingerprint of the store's
-  latest NRT with the pods we believe the node runs (for dirty, foreign and unverified nodes).
+* **resync** (:mod:`rte.consumer.cache.resyncpass`), driven periodically by the front end, visits
+  the nodes whose inputs changed since the last one (:mod:`rte.consumer.cache.resyncplan`) and
+  compares the fingerprint of the store's latest NRT with the pods we believe the node runs (for
+  dirty, foreign and unverified nodes).
   On a match the node is *flushed*: the NRT is adopted and the marks cleared. A mismatch is
   routine (logged at debug); a malformed or incompatible fingerprint is logged as a warning.
   Either way the node stays marked and is retried next time.
@@ -49,30 +51,22 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 from rte.consumer.cache import reconcile
 from rte.consumer.cache.batched import BatchedLookups, Deadlines
-from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile, ResyncScope
+from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile
 from rte.consumer.cache.estimate import ScoreViewNodes, ScoreViews
 from rte.consumer.cache.freshness import stale_verdict
-from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup
 from rte.consumer.cache.nodestate import NodeState
-from rte.consumer.cache.podlog import PodLog, compact
+from rte.consumer.cache.podlog import PodLog
 from rte.consumer.cache.predict import predicted_charge
 from rte.consumer.cache.reservations import Reservation
-from rte.consumer.cache.resync import (
-    CompareResult,
-    Comparison,
-    PodsInput,
-    compare,
-    group_pods,
-    log_comparison,
-)
+from rte.consumer.cache.resyncpass import ResyncPass
+from rte.consumer.cache.resyncplan import ResyncPlan
 from rte.consumer.cache.statedump import ReserveStateDump
 from rte.consumer.changelog import ChangeLog
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
-from rte.consumer.tmconfig import tm_config_from
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
@@ -80,7 +74,7 @@ from rte.model.topology import NodeTopology
 log = logging.getLogger(__name__)
 
 
-class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
+class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass):
     """The reserve cache; see the module docstring for the rules."""
 
     mode = "OverReserve"
@@ -100,6 +94,8 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         # Zone-wise reservations need the whole view: not with load-filtered zones.
         self._predicts = self._history and self._config.load.mode is LoadMode.OFF
         self._score_nodes = ScoreViewNodes()
+        self._plan = ResyncPlan()  # which nodes the next resync visits (see .resyncplan)
+        self._resync_lock = threading.Lock()
 
     # --- reading -------------------------------------------------------------------------
 
@@ -188,7 +184,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
                 reservation = replace(reservation, unpredictable=True)
             st.own_reservations()[pod.key] = reservation
             st.invalidate()
-            self._changes.note(node)
+            self._note(node)
 
     def unreserve(self, node: str, pod: Pod) -> None:
         """Undo :meth:`reserve` (the binding failed or the pod was rejected later in the cycle)."""
@@ -198,7 +194,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
                 return
             del st.own_reservations()[pod.key]
             st.invalidate()
-            self._changes.note(node)
+            self._note(node)
             self._forget_if_empty(node, st)
 
     def post_bind(self, node: str, pod: Pod) -> None:
@@ -220,6 +216,8 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         st.streak += 1
         self._streaking.add(node)
         if st.streak >= self._config.dirty_after_failures:
+            if not st.dirty:
+                self._plan.touch(node)  # the exact reconciliation checks it at the next resync
             st.dirty = True
 
     def note_filter_success(self, node: str) -> None:
@@ -263,76 +261,10 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
                     return
             if event_type == DELETED or pod.is_terminal:
                 st.dirty = True
+                self._plan.touch(node)
             else:
                 st.foreign += 1
-                self._changes.note(node)
-
-    # --- resync --------------------------------------------------------------------------
-
-    def resync(self, pods: PodsInput, now: float | None = None) -> ResyncReport:
-        """One resync pass over every node that needs it; ``pods`` is the informer's content.
-
-        Pass every pod (bound or not, any phase): unbound and Pending pods decide which
-        reservations are still in flight. Cost: one fingerprint per marked node.
-        """
-        with self._lock:
-            if now is None:
-                now = self._clock()
-            by_node, known = group_pods(pods)
-            before = {node: st.token() for node, st in self._nodes.items()}
-            for node in self._store.nodes():
-                self._current(node, now)
-            flushed: list[str] = []
-            config_flushed: list[str] = []
-            still_dirty: list[str] = []
-            comparisons: dict[str, Comparison] = {}
-            for node in sorted(self._nodes):
-                st = self._nodes[node]
-                topology, revision = self._store.get_with_revision(node)
-                on_node = by_node.get(node, [])
-                if topology is None:
-                    self._prune(node, st, known, now)
-                    continue
-                config_changed = self._config_changed(st, topology, revision)
-                if self._history:
-                    adoptions = st.adoptions
-                    names = self._store.resource_names(node)
-                    reconcile.sync_pods(node, st, on_node, known, names, now, self._config)
-                    self._current(node, now)  # retry the match
-                    if st.revision == revision and (st.foreign or self._blocked_at_startup(st, now)):
-                        reconcile.try_history(st, topology, revision, self._config, now)  # verify
-                    if st.adoptions != adoptions:
-                        flushed.append(node)
-                    elif st.revision != revision:
-                        still_dirty.append(node)
-                    if config_changed and st.revision != revision:
-                        log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
-                        reconcile.adopt(st, topology, revision, set(), now, verified=False)
-                        self._bump(node)
-                        config_flushed.append(node)
-                    continue
-                if st.dirty or st.foreign or self._blocked_at_startup(st, now):
-                    result = compare(
-                        topology,
-                        on_node,
-                        self._config.resync_method,
-                        self._config.informer_mode,
-                        self._store.resource_names(node),
-                        now,
-                    )
-                    st.last_compare = comparisons[node] = result
-                    log_comparison(log, node, result)
-                    if result.result is CompareResult.MATCH:
-                        self._flush(node, st, topology, revision, on_node, known, now, matched=True)
-                        flushed.append(node)
-                        continue
-                    still_dirty.append(node)
-                if config_changed:
-                    log.info("node %s: Topology Manager configuration changed, adopting its NRT", node)
-                    self._flush(node, st, topology, revision, on_node, known, now, matched=False)
-                    config_flushed.append(node)
-            self._changes.note_all(n for n, st in self._nodes.items() if before.get(n) != st.token())
-            return ResyncReport(tuple(flushed), tuple(config_flushed), tuple(still_dirty), comparisons)
+                self._note(node)
 
     def _track(self, event_type: str, pod: Pod, now: float) -> None:
         node = pod.node_name
@@ -340,34 +272,11 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         if st is None:
             st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
         before = st.token()
+        self._plan.touch(node)  # its pod set may have changed: the next resync retries the match
         if reconcile.track(st, event_type, pod, self._config, self._store.resource_names(node), now):
             self._current(node, now)  # the NRT waiting for a match may describe this pod set
         if st.token() != before:
-            self._changes.note(node)  # its reservations narrowed or went
-
-    def _config_changed(self, st: NodeState, topology: NodeTopology, revision: int) -> bool:
-        if st.topology is None or revision == st.checked_revision:
-            return False
-        st.checked_revision = revision
-        if self._config.resync_scope is not ResyncScope.ALL:
-            return False
-        return tm_config_from(st.topology) != tm_config_from(topology)
-
-    def _flush(
-        self, node: str, st: NodeState, topology: NodeTopology, revision: int, *args: Any, matched: bool
-    ) -> None:
-        # args: the pods on the node, every pod by key, and now (see reconcile.flush)
-        on_node, known, now = args
-        reconcile.flush(node, st, topology, revision, on_node, known, now, self._config, matched=matched)
-        self._bump(node)
-
-    def _prune(self, node: str, st: NodeState, known: dict[tuple[str, str], Pod], now: float) -> None:
-        # No NRT: nothing to check against. Keep only what a future NRT may not reflect yet.
-        kept = reconcile.kept_reservations(node, st, known, now, self._config)
-        if len(kept) != len(st.reservations):
-            st.reservations = compact(kept)
-            st.invalidate()
-        self._forget_if_empty(node, st)
+            self._note(node)  # its reservations narrowed or went
 
     # --- node state ----------------------------------------------------------------------
 
@@ -416,7 +325,12 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
 
     def _bump(self, node: str) -> None:
         self._generation += 1
+        self._note(node)
+
+    def _note(self, node: str) -> None:
+        """The node's lookup may have changed: tell readers, and visit it at the next resync."""
         self._changes.note(node)
+        self._plan.touch(node)
 
     def _is_clean(self, st: NodeState, now: float) -> bool:
         return not (st.reservations or st.dirty or st.foreign or self._blocked_at_startup(st, now))
@@ -426,6 +340,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews):
         which cannot know what the previous one placed (see rte/extender/leadership.py)."""
         with self._lock:
             self._started_at = self._clock() if now is None else now
+            self._plan.full = True  # every node is marked: the next resync checks them all
             for st in self._nodes.values():
                 st.unverified = True
 
