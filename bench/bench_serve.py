@@ -458,17 +458,23 @@ def _whole_node_rows(m: dict[str, float]) -> list[Row]:
 
 def _rows(m: dict[str, float]) -> list[Row]:
     ext500, ext5000 = 1 / m["extender 500"], 1 / m["extender 5000"]
+    new500, new5000 = 1 / m["extender 500 new"], 1 / m["extender 5000 new"]
     ratio = m["extender 5000 x4"] / m["extender 5000 seq"]
     vs_null = m["extender 500"] / m["null-rte 500"]
     vs_null_all = m["extender 5000"] / m["null-rte 5000"]
     return [
         Row(
-            "extender round trip, 500 candidates (of 5000 NRTs)",
+            "extender round trip, the same pod again, 500 candidates (of 5000 NRTs)",
             f"{ext500:.0f} pods/s",
             "≥ 300 pods/s",
             ext500 >= 300,
         ),
-        Row("extender round trip, 5000 candidates", f"{ext5000:.0f} pods/s", "≥ 100 pods/s", ext5000 >= 100),
+        Row(
+            "extender round trip, the same pod again, 5000 candidates",
+            f"{ext5000:.0f} pods/s",
+            "≥ 100 pods/s",
+            ext5000 >= 100,
+        ),
         Row(
             "extender server time per round trip (Server-Timing), 500 | 5000 candidates",
             f"{m['extender 500 server'] * 1000:.1f} | {m['extender 5000 server'] * 1000:.1f} ms "
@@ -477,12 +483,16 @@ def _rows(m: dict[str, float]) -> list[Row]:
             None,
         ),
         Row(
-            "extender round trip with a new pod each time, 500 | 5000 candidates",
-            f"{1 / m['extender 500 new']:.0f} | {1 / m['extender 5000 new']:.0f} pods/s "
-            f"(server CPU {m['extender 500 new cpu'] * 1000:.1f} | "
-            f"{m['extender 5000 new cpu'] * 1000:.1f} ms)",
-            "-",
-            None,
+            "extender round trip, a new pod each time (as kube-scheduler sends them), 500 candidates",
+            f"{new500:.0f} pods/s (server CPU {m['extender 500 new cpu'] * 1000:.1f} ms)",
+            "≥ 300 pods/s",
+            new500 >= 300,
+        ),
+        Row(
+            "extender round trip, a new pod each time, 5000 candidates",
+            f"{new5000:.0f} pods/s (server CPU {m['extender 5000 new cpu'] * 1000:.1f} ms)",
+            "≥ 100 pods/s",
+            new5000 >= 100,
         ),
         Row(
             f"extender, 5000 candidates, {CLIENTS} clients vs 1",
