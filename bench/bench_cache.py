@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 
 from bench.bench_consumer import HEADLINE, PODS, ZONES, _pod, _topology
-from bench.timing import Row, median_seconds
+from bench.timing import Row, median_seconds, print_rows
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_nodes
@@ -140,9 +140,7 @@ def summary() -> list[Row]:
 
 
 def main() -> None:
-    for row in summary():
-        met = "" if row.met is None else ("  ok" if row.met else "  OVER")
-        print(f"{row.what}: {row.figure}  target {row.target}{met}")
+    print_rows(summary())
 
 
 if __name__ == "__main__":

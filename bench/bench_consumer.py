@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import time
 
-from bench.timing import Row, median_seconds
+from bench.timing import Row, median_seconds, print_rows
 from rte.consumer.api import evaluate_table
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.table import NodeTable
@@ -169,9 +169,7 @@ def _upkeep() -> None:
 
 def main() -> None:
     _upkeep()
-    for row in summary():
-        met = "" if row.met is None else ("  ok" if row.met else "  OVER")
-        print(f"{row.what}: {row.figure}  target {row.target}{met}")
+    print_rows(summary())
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 
 from bench.bench_consumer import _topology
-from bench.timing import Row
+from bench.timing import Row, print_rows
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.store import ADDED, NRTStore
 from rte.model import fingerprint as fp
@@ -141,9 +141,7 @@ def summary() -> list[Row]:
 
 
 def main() -> None:
-    for row in summary():
-        met = "" if row.met is None else ("  ok" if row.met else "  OVER")
-        print(f"{row.what}: {row.figure}  target {row.target}{met}")
+    print_rows(summary())
 
 
 if __name__ == "__main__":

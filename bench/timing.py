@@ -43,3 +43,10 @@ class Row:
     figure: str
     target: str
     met: bool | None  # None: informational, no target
+
+
+def print_rows(rows: Sequence[Row]) -> None:
+    """A bench's rows, one line each, as its ``main`` prints them when run alone."""
+    for row in rows:
+        met = "" if row.met is None else ("  ok" if row.met else "  OVER")
+        print(f"{row.what}: {row.figure}  target {row.target}{met}")
