@@ -35,7 +35,7 @@ def _run(config: SimConfig, monkeypatch: pytest.MonkeyPatch, *, memo: bool) -> d
     with monkeypatch.context() as patch:
         patch.setattr(sim_scheduler.SimScheduler, "decide", recorded)
         if not memo:
-            patch.setattr(predict, "_memo_key", lambda view, pod: None)
+            patch.setattr(predict, "_admitted_zone", predict._admit)  # the model, every time
             patch.setattr(sim_scheduler.SimScheduler, "_evaluate", fresh)
         predict._memo.clear()
         result = run_simulation(config)

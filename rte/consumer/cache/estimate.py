@@ -44,8 +44,10 @@ from rte.consumer.cache.predict import ZoneCharge, chosen_zone, estimated_charge
 from rte.consumer.cache.reservations import Reservation, subtract_placed
 from rte.consumer.changelog import ChangeLog
 from rte.consumer.numaview import NumaView, subtract_requests
+from rte.consumer.requests import shape_key
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod
+from rte.model.vocabulary import Compat
 
 if TYPE_CHECKING:  # the node state builds its score view with this module
     from rte.consumer.cache.nodestate import NodeState
@@ -55,22 +57,11 @@ MEMO_LIMIT = 64
 """Charges a node remembers (per pod shape and state) before starting over."""
 
 
-def _shape(pod: Pod) -> tuple[object, ...] | None:
-    """What decides a one-container pod's admission, hashable; None for any other pod."""
-    if len(pod.containers) != 1 or pod.init_containers or pod.overhead or pod.resources is not None:
-        return None
-    c = pod.containers[0]
-    return (pod.qos_class, tuple(sorted(c.requests.items())), tuple(sorted(c.limits.items())))
-
-
 def _charge(view: NumaView, pod: Pod, memo: dict[object, ZoneCharge | None]) -> ZoneCharge | None:
     """:func:`estimated_charge`, remembered per pod shape and zone amounts in ``memo`` (the
     node's: its other inputs change only with its NRT, which drops the memo): pods of one
     shape are placed again and again, and the model costs about a millisecond on 8 zones."""
-    shape = _shape(pod)
-    if shape is None:
-        return estimated_charge(view, pod)
-    key = (shape, tuple(tuple(sorted(zone.items())) for zone in view.zone_available))
+    key = (shape_key(pod, Compat.KUBELET), tuple(tuple(sorted(zone.items())) for zone in view.zone_available))
     if key not in memo:
         if len(memo) >= MEMO_LIMIT:
             memo.clear()

@@ -32,7 +32,7 @@ from operator import itemgetter
 
 from rte.consumer.kubelet_filter import node_of
 from rte.consumer.numaview import NumaView
-from rte.consumer.requests import kubelet_units, prepare_pod, units_key
+from rte.consumer.requests import kubelet_units, prepare_pod, shape_key, units_key
 from rte.model.admission.admit import admit_pod
 from rte.model.admission.allocate import CountAllocator
 from rte.model.admission.masks import popcount
@@ -40,6 +40,7 @@ from rte.model.admission.node import Working
 from rte.model.admission.units import AdmissionUnit
 from rte.model.pod import Pod, effective_request
 from rte.model.quantity import Amount
+from rte.model.vocabulary import Compat
 
 ZoneCharge = Mapping[int, Mapping[str, Amount]]
 """NUMA id -> resource -> amount taken from that zone."""
@@ -100,8 +101,6 @@ def _admitted_zone(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | 
     """(position of the single zone the model admits the pod on, what it takes there), or None;
     remembered per pod shape and view content (:func:`_memo_key`)."""
     key = _memo_key(view, pod)
-    if key is None:
-        return _admit(view, pod)
     if key in _memo:
         answer = _memo[key]
     else:
@@ -115,17 +114,12 @@ def _pairs(amounts: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     return tuple(sorted(amounts.items(), key=itemgetter(0)))
 
 
-def _memo_key(view: NumaView, pod: Pod) -> tuple[object, ...] | None:
-    """Everything :func:`_admit` reads, hashable; None for a pod it does not describe.
-
-    For a pod of one container without init containers, overhead or pod-level resources, the
-    units and the request depend only on its QoS class and the container's requests and limits
-    (as :mod:`rte.consumer.cache.estimate` remembers its charges); the model's node only on the
-    view's ids, distances, facts and per-zone available, capacity and allocatable amounts."""
-    if len(pod.containers) != 1 or pod.init_containers or pod.overhead or pod.resources is not None:
-        return None
-    c = pod.containers[0]
-    return ((pod.qos_class, _pairs(c.requests), _pairs(c.limits), c.restart_policy), _view_key(view))
+def _memo_key(view: NumaView, pod: Pod) -> tuple[object, ...]:
+    """Everything :func:`_admit` reads, hashable: the pod's shape (:func:`shape_key`, what the
+    kubelet's admission of it reads, its name and uid left out) and the view's content (the
+    model's node is built from its ids, distances, facts and per-zone available, capacity and
+    allocatable amounts)."""
+    return (shape_key(pod, Compat.KUBELET), _view_key(view))
 
 
 def _view_key(view: NumaView) -> tuple[object, ...]:
