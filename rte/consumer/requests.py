@@ -100,9 +100,6 @@ class PreparedPod:
     """Some (init or app) container requests a non-native resource (keeps BestEffort pods in Filter)."""
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Per-pod tables the scorers derive once (e.g. weighted items per strategy)."""
-    shape: SharedShape | None = field(default=None, compare=False, repr=False)
-    """Shared by the pods prepared through one :class:`PodShapes` that decide alike (see there);
-    None: the pod shares its decisions with no other."""
     guaranteed: bool = field(init=False)
     """The pod's QoS class is Guaranteed (a field, not a property: the per-node loops read it)."""
     reference: bool = field(init=False)
@@ -144,14 +141,6 @@ def prepare_pod(pod: Pod, *, compat: Compat = Compat.KUBELET) -> PreparedPod:
     )
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class SharedShape:
-    """What pods of one shape share: an identity (the kernel's decision memo matches on it) and
-    the key it was made for (:func:`shape_key`)."""
-
-    key: Hashable
-
-
 def _requests_key(requests: Mapping[str, Amount]) -> tuple[tuple[str, type, Amount], ...]:
     # The type too: 4 and Fraction(4) are equal, and the pod model never makes the second, but
     # sharing must not rest on that.
@@ -187,9 +176,8 @@ def shape_key(pod: Pod, compat: Compat) -> Hashable:
 
 
 def shape_of(prep: PreparedPod) -> Hashable:
-    """The :func:`shape_key` of a prepared pod (its :class:`SharedShape`'s, else made once)."""
-    if prep.shape is not None:
-        return prep.shape.key
+    """The :func:`shape_key` of a prepared pod, made once (the very key object of the pods
+    prepared through one :class:`PodShapes`, which the decision memo then matches by identity)."""
     key = prep.memo.get(_SHAPE_KEY)
     if key is None:
         key = prep.memo[_SHAPE_KEY] = shape_key(prep.pod, prep.compat)
@@ -203,7 +191,7 @@ _SHAPES_KEPT = 64
 
 class PodShapes:
     """Pods prepared by shape: the pods of a ReplicaSet (one spec under many names) share one
-    :class:`SharedShape`, so a decision made for one is a memo hit for the next
+    shape key (:func:`shape_of`), so a decision made for one is a memo hit for the next
     (:class:`rte.consumer.kernel.memo.DecisionMemo`), and their requests are prepared once.
 
     Each pod still gets its own :class:`PreparedPod`: its own pod (the caches are asked about
@@ -225,14 +213,14 @@ class PodShapes:
         key = shape_key(pod, self.compat)
         first = self._shapes.pop(key, None)
         if first is None:
-            prep = replace(prepare_pod(pod, compat=self.compat), shape=SharedShape(key))
-            first = prep
+            prep = first = prepare_pod(pod, compat=self.compat)
+            prep.memo[_SHAPE_KEY] = key
             if len(self._shapes) >= self.kept:
                 del self._shapes[next(iter(self._shapes))]
         else:
             self.hits += 1
-            request = first.pod_request
-            prep = replace(first, pod=pod, pod_request=replace(request, name=pod.name), memo={})
+            request = replace(first.pod_request, name=pod.name)
+            prep = replace(first, pod=pod, pod_request=request, memo={_SHAPE_KEY: shape_of(first)})
         self._shapes[key] = first  # most recently used last
         return prep
 

@@ -156,7 +156,7 @@ def test_pod_shapes_give_each_pod_its_own_preparation_and_forget_old_shapes() ->
     shapes = PodShapes(kept=2)
     first = shapes.prepare(_BASE)
     second = shapes.prepare(_renamed(_BASE, 1))
-    assert second.shape is first.shape and shapes.hits == 1
+    assert shape_of(second) is shape_of(first) and shapes.hits == 1
     assert second.memo is not first.memo and second.pod.name == "pod1x"
     assert (second.init, second.app, second.qos) == (first.init, first.app, first.qos)
     assert second.pod_request.items == first.pod_request.items and first.pod_request.name == "web-1"
@@ -164,4 +164,4 @@ def test_pod_shapes_give_each_pod_its_own_preparation_and_forget_old_shapes() ->
     for pod in _variants().values():
         shapes.prepare(pod)
     assert len(shapes) == 2
-    assert shapes.prepare(_renamed(_BASE, 3)).shape is not first.shape  # forgotten: a new shape
+    assert shape_of(shapes.prepare(_renamed(_BASE, 3))) is not shape_of(first)  # forgotten: a new shape
