@@ -28,7 +28,7 @@ class Scenario(SimConfig):
     )
     """Sweep these cluster sizes (implies the sweep; empty: 100,1000); pods and bursts scale along."""
     sweep_intervals: tuple[float, ...] = field(
-        default=(), metadata=setting(LIST, item=Spec(DURATION, bare_seconds=True), metavar="DURATION,...")
+        default=(), metadata=setting(LIST, item=Spec(DURATION), metavar="DURATION,...")
     )
     """Sweep these agent intervals (implies the sweep; empty: 1s,10s,60s)."""
     sweep_caches: tuple[str, ...] = field(

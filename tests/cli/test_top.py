@@ -119,6 +119,16 @@ def test_a_label_selector_picks_nodes_then_their_nrts(live_kubeconfig: Path) -> 
     assert (code, out, err) == (0, "No resources found\n", "")
 
 
+def test_a_selector_the_apiserver_cannot_parse_is_bad_input_exit_2(live_kubeconfig: Path) -> None:
+    """Issue #24: it exited 1, as if the cluster had failed."""
+    code, out, err = cli(live_kubeconfig, "-l", "a=b,==")
+    assert (code, out) == (2, "")
+    assert (
+        err.startswith("rte: error: --selector: 'a=b,==': unable to parse requirement")
+        and err.count("\n") == 1
+    )
+
+
 def test_named_nodes_are_shown_and_an_unknown_name_is_a_one_line_input_error(live_kubeconfig: Path) -> None:
     code, out, _ = cli(live_kubeconfig, "worker-3", "-o", "json")
     assert code == 0 and [n["node"] for n in json.loads(out)] == ["worker-3"]
