@@ -29,6 +29,11 @@ CACHE_ORACLE = "oracle"
 """A scheduler that reads every kubelet's exact state (:mod:`rte.sim.oracle`): the lower bound."""
 CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_ORACLE)
 
+# The headline sweep's dimensions when neither they nor their one-run setting are given (rte.sim.sweep).
+SWEEP_NODES = (100, 1000)
+SWEEP_INTERVALS = (1.0, 10.0, 60.0)
+SWEEP_CACHES = (CACHE_NONE, CACHE_REFERENCE, CACHE_RESERVE, CACHE_ORACLE)
+
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from rte.errors import ConfigError
 from rte.model import fingerprint as fp
 from rte.model.vocabulary import InformerMode
 from rte.testing.apiserver import FakeApiServer
-from rte.testing.views_cluster import lease, pod
+from rte.testing.views_cluster import lease, pod, renew_heartbeats
 from tests.cli.conftest import DEMO_NOW
 from tests.helpers.paths import REPO
 
@@ -293,6 +294,25 @@ def test_watch_in_a_process_ends_quietly_on_interrupt(live_kubeconfig: Path) -> 
     _, err = proc.communicate(timeout=10)
     assert (proc.returncode, err) == (0, "")
     assert any(line.startswith("worker-2   node-0") for line in seen)
+
+
+def test_the_demo_cluster_keeps_its_running_agents_leases_fresh(
+    demo_api: FakeApiServer, open_demo: Opener
+) -> None:
+    """Issue #24: the demo never renewed its Leases, so after 40 s every node was LeaseStale and
+    the docs' tables no longer reproduced. An hour on, only the stopped agent's Lease is old."""
+    later = DEMO_NOW + timedelta(hours=1)
+    renew_heartbeats(demo_api, later)
+    out = io.StringIO()
+    top(open_demo, TopOptions(output="json"), out=out, clock=later.timestamp)
+    by_node = {n["node"]: n for n in json.loads(out.getvalue())}
+    assert {name: n["status"] for name, n in by_node.items()} == {
+        "gpu-1": ["OK"],
+        "worker-1": ["OK"],
+        "worker-2": ["PodsMismatch"],
+        "worker-3": ["LeaseStale"],
+    }
+    assert by_node["worker-1"]["lease"]["ageSeconds"] == pytest.approx(3, abs=1)
 
 
 def test_the_readme_example_is_what_top_prints_on_the_demo_cluster(open_demo: Opener) -> None:
