@@ -30,8 +30,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 ENV_PREFIXES = ("RTE_", "RTE_EXTENDER_", "RTE_SIMULATE_")
 """Every command's environment prefix: a variable under ``RTE_`` that no command reads is
 reported as unknown, except those of the longer prefixes, which belong to another command."""
-OTHER_ENV = frozenset({"RTE_LOCAL_RUN_DIR"})
-"""Variables under ``RTE_`` that are not settings (hack/run-local.sh's)."""
+OTHER_ENV = frozenset({"RTE_LOCAL_RUN_DIR", "RTE_HYPOTHESIS_PROFILE", "RTE_KERNEL_SEED"})
+"""Variables under ``RTE_`` that are not settings: hack/run-local.sh's and the test suite's."""
 """The choices of every daemon's ``log_level`` setting (Python logging levels, in any case)."""
 
 SETTING = "rte.setting"

@@ -229,10 +229,12 @@ def test_every_command_that_talks_to_a_cluster_honours_kubeconfig() -> None:
             assert "--kubeconfig" in visible_flags(command), name
 
 
-def test_the_readme_uses_no_former_flag_name() -> None:
+def test_the_docs_use_no_former_flag_name() -> None:
+    """Except where a page shows the deprecation warning itself (CHANGELOG.md lists them all)."""
     texts = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     for path in texts:
         text = path.read_text(encoding="utf-8")
         for flag, former in CONCEPTS.values():
             for old in former:
+                text = text.replace(f"{old} is deprecated", "")
                 assert f"{old} " not in text and f"`{old}`" not in text, f"{path.name}: {old} (now {flag})"
