@@ -88,7 +88,11 @@ def fingerprint_cmd(
 
 @main.command("dump", short_help="Print the NRT this node would publish (writes nothing).")
 @click.option(
-    "--sysfs", "sysfs_root", default=None, help="sysfs root (holds devices/system/node) [default: /sys]."
+    "--sysfs-root",
+    "--sysfs",
+    "sysfs_root",
+    default=None,
+    help="sysfs root (holds devices/system/node) [default: /sys].",
 )
 @click.option("--node-name", default=None, help="Object name [default: this host's name].")
 @click.option(
