@@ -14,7 +14,7 @@ Figures (medians, target <= 5 ms for the full cycle):
 Wall times on this shared 2-core machine swing 2-3x with the other work on it (the same code gave
 4.0-11.1 ms a cycle within one minute at load average 5). Shown beside them: the cycle thread's
 CPU time, and the bare interpreter's start in the same run (31 ms on the quiet machine of the
-README's table), to tell the code from the machine.
+docs/performance.md's table), to tell the code from the machine.
 
 The same at 5000 pods (issue #13: 51-61 ms a cycle before the pod tally) with ``--pods 5000``.
 Last, the agent's own CPU time for the same cycle, with a client double answering prepared

@@ -76,7 +76,7 @@ class Extender:
         argv = [sys.executable, "-m", "rte", "extender"]
         argv += ["--nrt-file", str(nrt_file)] if nrt_file is not None else []
         argv += ["--listen", f"127.0.0.1:{self.port}", "--cache-resync-period", "5s"]
-        argv += ["--heartbeat-namespace", "", "--log-level", "warning", *extra]
+        argv += ["--lease-namespace", "", "--log-level", "warning", *extra]
         env = dict(os.environ)
         if EXTENDER_SRC:  # another checkout's rte (e.g. main's), for a baseline in the same run;
             # run from there too: ``python -m`` puts the working directory first on sys.path

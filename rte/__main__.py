@@ -1,3 +1,3 @@
 from rte.cli import main
 
-main()
+main(prog_name="rte")

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from rte import __version__
-from rte.commands.errors import reports_errors
+from rte.commands.errors import OneLineGroup, reports_errors
 from rte.commands.kubeflags import KubeFlags, kube_options
 from rte.commands.options import SettingsCommand, setting_flags
+from rte.commands.renamed import former_flag
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import InputError
 from rte.model.vocabulary import FingerprintMethod
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("rte", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rte")
 def main() -> None:
     """rte: per-NUMA-zone resource topology for Kubernetes nodes.
@@ -35,15 +36,25 @@ def main() -> None:
     """
 
 
+_METHODS = click.Choice([m.value for m in FingerprintMethod], case_sensitive=False)
+
+
 def _method_option(help_text: str) -> Callable[[F], F]:
-    """The fingerprint method flag shared by `fingerprint` and `dump`."""
-    return click.option(
-        "--method",
-        type=click.Choice([m.value for m in FingerprintMethod], case_sensitive=False),
+    """The fingerprint method flag shared by `fingerprint` and `dump` (as `rte run` spells it)."""
+    option = click.option(
+        "--fingerprint-method",
+        "method",
+        type=_METHODS,
         default=FingerprintMethod.WITH_EXCLUSIVE_RESOURCES.value,
         show_default=True,
         help=help_text,
     )
+    former = former_flag("--method", "method", type=_METHODS)
+
+    def decorate(func: F) -> F:
+        return option(former(func))
+
+    return decorate
 
 
 @main.command("fingerprint", short_help="Print the pod-set fingerprint of a pod list or of a kubelet's pods.")
@@ -77,7 +88,11 @@ def fingerprint_cmd(
 
 @main.command("dump", short_help="Print the NRT this node would publish (writes nothing).")
 @click.option(
-    "--sysfs", "sysfs_root", default=None, help="sysfs root (holds devices/system/node) [default: /sys]."
+    "--sysfs-root",
+    "--sysfs",
+    "sysfs_root",
+    default=None,
+    help="sysfs root (holds devices/system/node) [default: /sys].",
 )
 @click.option("--node-name", default=None, help="Object name [default: this host's name].")
 @click.option(
@@ -98,12 +113,14 @@ def fingerprint_cmd(
 )
 @click.option("--kubelet-config", default=None, help="Kubelet config file (YAML or /configz JSON).")
 @click.option(
-    "--kubelet-dir",
+    "--kubelet-root",
+    "kubelet_dir",
     default=None,
     help="Kubelet root dir; its cpu_manager_state and memory_manager_state, when present, add what"
     " init containers still hold and settle multi-NUMA memory blocks.",
 )
 @_method_option("Which pods the fingerprint covers.")
+@former_flag("--kubelet-dir", "kubelet_dir")
 @reports_errors
 def dump_cmd(
     sysfs_root: str | None,
@@ -286,7 +303,7 @@ main.add_command(top_cmd)
 main.add_command(explain_cmd)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("kubectl-rte", cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kubectl-rte")
 @kube_options
 @click.pass_context

@@ -1,9 +1,8 @@
 """Durations as every rte command reads them: Go's syntax (``500ms``, ``10s``, ``1m30s``, ``2h``).
 
-One grammar for ``rte run`` settings, ``rte simulate`` and ``rte extender`` flags. Commands
-whose reference counterpart takes plain seconds (the simulator's intervals, the scheduler
-plugin's ``cacheResyncPeriodSeconds``) also accept a bare number as seconds; ``rte run``
-settings do not, like the Go agents' duration flags.
+One grammar for every command's durations (settings, flags, variables, files): Go's units, or
+a bare number meaning seconds (``bare_seconds=True``). Without ``bare_seconds`` the grammar is
+Go's ``time.ParseDuration`` exactly, for values read from kubelet files.
 """
 
 from __future__ import annotations

@@ -141,15 +141,16 @@ class _Cluster:
         from rte.agent.heartbeat import Heartbeat
         from rte.agent.podwatch import NodePodWatch
         from rte.agent.publisher import Publisher
-        from rte.runtime.kubeclient import Source, load_api_client
+        from rte.runtime.kubeclient import AGENT_SOURCES, load_api_client
 
         s = settings
         self.api = api_client or load_api_client(
             str(s.kubeconfig) if s.kubeconfig is not None else None,
-            # A DaemonSet: in-cluster unless told otherwise, never a kubeconfig found by chance.
-            sources=(Source.IN_CLUSTER,),
+            # A DaemonSet: in-cluster in a pod; elsewhere --kubeconfig or $KUBECONFIG, as every
+            # command honours it, but never a ~/.kube/config found by chance.
+            sources=AGENT_SOURCES,
             qps=s.api_qps,
-            timeout=s.api_timeout,
+            timeout=s.request_timeout,
             user_agent=AGENT_USER_AGENT,
         )
         self.publisher: Publishing = Publisher(
@@ -296,7 +297,7 @@ class AgentApp:
         s = self.settings
         if self.cluster is not None and self.cluster.pod_watch is not None:
             self.cluster.pod_watch.start()
-            if not self.cluster.pod_watch.wait_synced(s.api_timeout):
+            if not self.cluster.pod_watch.wait_synced(s.request_timeout):
                 log.warning("pod watch not synced in time: the fingerprint follows the kubelet's List")
         # A kubelet that is just starting gets kubelet_timeout to answer, as a daemon would wait.
         deadline = time.monotonic() + s.kubelet_timeout

@@ -10,7 +10,7 @@ while the agent's view is current (:meth:`rte.agent.status.AgentStatus.vouching`
 talked to the kubelet confirmed the stored NRT recently, no cycle failed since, the kubelet
 answers, the CRD exists). An agent that is alive but blind (kubelet gone, nothing published,
 publishing failing) withholds renewals, so its Lease ages like a dead agent's and a consumer's
-``--heartbeat-max-age`` rule stops trusting the NRT. The Lease carries no other state, so every
+``--stale-after`` rule stops trusting the NRT. The Lease carries no other state, so every
 consumer that reads ``renewTime`` gets this meaning without knowing anything about rte.
 
 Renewal mirrors the kubelet's: keep the last Lease the server returned and send an update

@@ -8,9 +8,10 @@ The mechanism (flags, ``RTE_<SETTING>`` environment, ``--config FILE``, ``--dump
 * **environment**: ``RTE_<FIELD>`` (``RTE_POLL_INTERVAL=2s``), plus ``NODE_NAME`` (the downward
   API convention) below ``RTE_NODE_NAME``.
 
-Durations are strings with units, as in Go (``500ms``, ``60s``, ``1m30s``, ``1h``); ``0`` means
-"off" where a field says so. A bare number is refused, because "60" could mean seconds or, as in
-the reference agent's config file, nanoseconds.
+Durations take Go's units (``500ms``, ``60s``, ``1m30s``, ``1h``) or a bare number of seconds
+(``2``), as in every rte command; ``0`` means "off" where a field says so. (The reference agent's
+own config file counts bare numbers in nanoseconds; its keys differ, so such a file is refused
+before any of its values is read.)
 
 Every host path the agent reads is a field here; no module below has a default path of its own.
 """
@@ -54,7 +55,7 @@ class AgentSettings:
     node_name: str = field(default="", metadata=setting(STR, env_aliases=("NODE_NAME",)))
     """Name of this node and of its NRT object; empty means the host name. Also from NODE_NAME."""
     kubeconfig: Path | None = field(default=None, metadata=setting(PATH))
-    """Kubeconfig file for the apiserver; empty means the in-cluster service account."""
+    """Kubeconfig file for the apiserver; empty: $KUBECONFIG if set, else the in-cluster service account."""
     publish: bool = field(default=True, metadata=setting(BOOL))
     """Write the NRT object; false (--no-publish) prints each new object on stdout instead: no cluster."""
 
@@ -103,7 +104,9 @@ class AgentSettings:
     """Burst of the NRT write limit."""
     api_qps: float = field(default=5.0, metadata=setting(FLOAT, minimum=0.1))
     """Client-side limit on apiserver requests per second."""
-    api_timeout: float = field(default=10.0, metadata=setting(DURATION, minimum=0.001))
+    request_timeout: float = field(
+        default=10.0, metadata=setting(DURATION, minimum=0.001, old_names=("api_timeout",))
+    )
     """Deadline of each apiserver request."""
     owner_reference: bool = field(default=True, metadata=setting(BOOL))
     """Make the Node the NRT's owner, so deleting the Node deletes its NRT."""

@@ -10,7 +10,8 @@ How a failure reads:
   exit 2, naming the CRD and how to install it;
 * the apiserver cannot be reached: :class:`~rte.errors.UnavailableError`, exit 1, naming it;
 * 401 / 403: :class:`~rte.errors.RteError` naming the verb and the resource that were refused;
-* an object that was asked for by name and does not exist: :class:`~rte.errors.InputError`.
+* an object that was asked for by name and does not exist, or a Node label selector the apiserver
+  cannot parse (400): :class:`~rte.errors.InputError`.
 
 Selections of a few nodes read each node's objects by name (pods by ``spec.nodeName``, which the
 apiserver indexes); larger ones, and "every node", read each collection once.
@@ -39,6 +40,15 @@ of the whole collection costs the apiserver less than that many requests."""
 PAGE_SIZE = 500
 CLI_QPS = 50.0
 """A person's command, not a daemon: pacing here only guards the apiserver against a bug that loops."""
+
+
+class _BadRequest(UnavailableError):
+    """The apiserver refused the request itself (400); where the user wrote part of the request (a
+    selector), the caller turns it into an :class:`InputError`."""
+
+    def __init__(self, refused: RteError, message: str) -> None:
+        super().__init__(str(refused))
+        self.message = message
 
 
 class _NotFound(Exception):
@@ -85,6 +95,8 @@ class ClusterReader:
         except ApiException as e:
             if e.status == 404:
                 raise _NotFound(path) from e
+            if e.status == 400:
+                raise _BadRequest(self._refused(e, verb, what), _status_message(e)) from e
             raise self._refused(e, verb, what) from e
         except (HTTPError, OSError) as e:
             raise UnavailableError(f"cannot reach the apiserver at {self.server}: {self._cause(e)}") from e
@@ -187,6 +199,9 @@ class ClusterReader:
                 ]
             query = [("labelSelector", selector)] if selector else []
             every = self._list("/api/v1/nodes", "nodes", query)
+        except _BadRequest as e:
+            # The only part of a Node list the user writes is the selector: its syntax is bad input.
+            raise InputError("--selector", f"{selector!r}: {e.message}") from e
         except _NotFound as e:
             raise UnavailableError(f"{self.server} does not serve /api/v1/nodes") from e
         return every if names is None else [o for o in every if _name(o) in names]

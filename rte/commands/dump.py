@@ -2,7 +2,7 @@
 
 The node is read once through the daemon's own reader (:class:`rte.agent.scanner.Scanner`: sysfs,
 the kubelet config file, podresources over the socket or a scenario directory in the fixture
-layout, the checkpoint files under ``--kubelet-dir``) and the object is computed by the same
+layout, the checkpoint files under ``--kubelet-root``) and the object is computed by the same
 :func:`rte.agent.compute.compute_topology`, so it is what ``rte run --once --no-publish`` prints
 for the same inputs. Nothing is written anywhere; the reader's warnings are shown on stderr.
 

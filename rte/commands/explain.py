@@ -6,7 +6,7 @@ For the pod as the cluster holds it, against every Node and its NRT as they are 
   Topology Manager applies, see :mod:`rte.consumer.api`) and its agent's Lease age;
 * the nodes closest to fitting and what their best NUMA zone lacks
   (:mod:`rte.cluster.shortfall` defines "closest");
-* whether the pod's scheduler is one that reads NRTs at all (``--nrt-scheduler``);
+* whether the pod's scheduler is one that reads NRTs at all (``--scheduler-profile``);
 * what the scheduler itself last said (the pod's ``PodScheduled`` condition).
 
 The NRTs are taken as published. A NUMA-aware scheduler also holds back what it has placed but

@@ -66,12 +66,21 @@ class _SettingOption(click.Option):
 
 
 def help_text(info: FieldInfo) -> str:
-    """The setting's docstring, default and environment variable: ``... [default: 500ms; env: RTE_X]``."""
+    """The setting's docstring, default, environment variable and, when it is not the flag's name
+    (a repeatable flag's key is plural: ``--weight`` -> ``weights``), its ``--config`` file key:
+    ``... [default: 500ms; env: RTE_X; file key: weights]``."""
     from rte.settings.values import shown
 
     default = shown(info.spec, info.default)
     extras = ([f"default: {default}"] if default else []) + [f"env: {info.env}"]
+    if info.name != file_key_of_flag(info.flag):
+        extras.append(f"file key: {info.name}")
     return f"{info.doc}  [{'; '.join(extras)}]"
+
+
+def file_key_of_flag(flag: str) -> str:
+    """The file key a flag would have by the plain rule: ``--poll-interval`` -> ``poll_interval``."""
+    return flag.removeprefix("--").replace("-", "_")
 
 
 def _option(info: FieldInfo) -> list[click.Parameter]:
@@ -92,7 +101,7 @@ def _option(info: FieldInfo) -> list[click.Parameter]:
 def _old(info: FieldInfo) -> list[click.Parameter]:
     """Hidden options for former spellings of the flag."""
     out: list[click.Parameter] = []
-    for i, old in enumerate(info.spec.old_flags):
+    for i, old in enumerate(info.old_flags):
         dest = f"{info.name}{_OLD}{i}"
         if info.kind == BOOL:
             value = not old.startswith("--no-")
@@ -121,16 +130,24 @@ def _setting_params(schema: Schema[Any], config_help: str) -> list[click.Paramet
     return params
 
 
-def setting_flags(schema: Schema[Any], options: dict[str, Any]) -> dict[str, Any]:
+def setting_flags(
+    schema: Schema[Any], options: dict[str, Any], warn: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Take the setting flags out of click's ``options``: name -> value as typed, None if not given.
 
-    A former spelling counts when the current one was not given.
+    A former spelling counts when the current one was not given; using one is warned about.
     """
+    from rte.settings.loader import deprecated, stderr_warning
+
     flags: dict[str, Any] = {}
     for info in schema.fields:
         value = options.pop(info.name, None)
-        for i in range(len(info.spec.old_flags)):
-            old = options.pop(f"{info.name}{_OLD}{i}", None)
+        for i, spelling in enumerate(info.old_flags):
+            old = _given(options.pop(f"{info.name}{_OLD}{i}", None))
+            if old is None:
+                continue
+            new = f"--no-{info.flag[2:]}" if spelling.startswith("--no-") else info.flag
+            (warn or stderr_warning)(deprecated(spelling, new))
             if _given(value) is None:
                 value = old
         flags[info.name] = _given(value)

@@ -15,6 +15,7 @@ import click
 
 from rte.commands.errors import reports_errors
 from rte.commands.kubeflags import KubeFlags, kube_options
+from rte.commands.renamed import former_flag
 
 # The scheduler plugin's spellings (rte.model.vocabulary, rte.consumer.cache.config), any case.
 _INFORMER_MODES = ("Dedicated", "Shared")
@@ -163,12 +164,14 @@ def top_cmd(
 @_lease_namespace
 @_stale_after
 @click.option(
-    "--nrt-scheduler",
+    "--scheduler-profile",
     "nrt_schedulers",
     multiple=True,
     metavar="NAME",
-    help="A scheduler name that reads NRTs; repeatable [default: topo-aware-scheduler].",
+    help="A scheduler name that reads NRTs (as the extender's --scheduler-profile); repeatable"
+    " [default: topo-aware-scheduler].",
 )
+@former_flag("--nrt-scheduler", "nrt_schedulers", multiple=True)
 @click.option(
     "--closest",
     "closest_count",

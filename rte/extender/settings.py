@@ -15,6 +15,7 @@ Options named after the reference plugin's arguments keep its defaults:
 | ``--resync-method`` | ``cache.resyncMethod`` |
 | ``--informer-mode`` | ``cache.informerMode`` |
 | ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` |
+| ``--stale-after`` | ``heartbeatMaxAge`` in :class:`~rte.consumer.cache.config.CacheConfig` |
 
 rte's additions (see :class:`~rte.consumer.cache.config.CacheConfig` for their meaning) are off
 or at the reference's behaviour by default, except ``--follow-clean-nodes``, which is on. The
@@ -138,7 +139,7 @@ class ExtenderOptions:
     )
     """Score weight of a resource, a positive integer (scoringStrategy.resources); repeatable;
     applied over cpu=1, memory=1."""
-    cache_resync_period: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    cache_resync_period: float = field(default=0.0, metadata=setting(DURATION))
     """cacheResyncPeriodSeconds (5s, 1m, or bare seconds): > 0 enables the reserve cache (OverReserve)."""
     discard_reserved: bool = field(default=False, metadata=setting(BOOL))
     """discardReservedNodes: the DiscardReserved cache (behind an extender it acts as Passthrough)."""
@@ -154,9 +155,11 @@ class ExtenderOptions:
         default=(DEFAULT_PROFILE,), metadata=setting(LIST, flag="scheduler-profile", metavar="NAME")
     )
     """schedulerName whose pods are ours (others are foreign); repeatable."""
-    heartbeat_namespace: str = field(default=HEARTBEAT_LEASE_NAMESPACE, metadata=setting(STR))
-    """Namespace of the agents' Leases; empty: no Lease watch."""
-    heartbeat_max_age: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    lease_namespace: str = field(
+        default=HEARTBEAT_LEASE_NAMESPACE, metadata=setting(STR, old_names=("heartbeat_namespace",))
+    )
+    """Namespace of the agents' heartbeat Leases; empty: no Lease watch."""
+    stale_after: float = field(default=0.0, metadata=setting(DURATION, old_names=("heartbeat_max_age",)))
     """A node whose agent Lease was renewed longer ago than this is stale; 0: off."""
     stale_action: StaleAction = field(default=StaleAction.IGNORE, metadata=_enum(StaleAction))
     """What a stale node becomes: ignore (reported only), treat-as-no-nrt or unschedulable."""
@@ -170,11 +173,11 @@ class ExtenderOptions:
     resync of a node marked dirty (the reference plugin)."""
     dirty_after_failures: int = field(default=1, metadata=setting(INT, minimum=1))
     """Filter failures in a row before a node's fingerprint is checked (1: the reference)."""
-    absent_pod_grace: float = field(default=30.0, metadata=setting(DURATION, bare_seconds=True))
+    absent_pod_grace: float = field(default=30.0, metadata=setting(DURATION))
     """How long a reservation survives a flush while its pod is missing from the pod list."""
     follow_clean_nodes: bool = field(default=True, metadata=setting(BOOL))
     """Adopt new NRTs at once on nodes with no reservation and no mark (off: the reference)."""
-    startup_grace: float = field(default=0.0, metadata=setting(DURATION, bare_seconds=True))
+    startup_grace: float = field(default=0.0, metadata=setting(DURATION))
     """After start, nodes not yet confirmed by a fingerprint match are not trusted this long; 0: off."""
     load_mode: LoadMode = field(default=LoadMode.OFF, metadata=_enum(LoadMode))
     """Zones above a load threshold get no pods (filter) or lower the node's score (score)."""
@@ -316,7 +319,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         foreign_pods_detect=options.foreign_pods_detect,
         resync_method=options.resync_method,
         informer_mode=options.informer_mode,
-        heartbeat_max_age=options.heartbeat_max_age or None,
+        heartbeat_max_age=options.stale_after or None,
         stale_action=options.stale_action,
         resync_scope=options.resync_scope,
         reconcile=options.cache_reconcile,
@@ -339,7 +342,7 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         host=host,
         port=port,
         kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
-        heartbeat_namespace=options.heartbeat_namespace.strip(),
+        heartbeat_namespace=options.lease_namespace.strip(),
         nrt_files=options.nrt_files,
         compat=options.compat,
         max_request_body=parse_size(options.max_request_body),

@@ -6,9 +6,12 @@ Where the configuration comes from:
 * otherwise the caller's ``sources`` are tried in order, each only if it is present:
   ``IN_CLUSTER`` when ``KUBERNETES_SERVICE_HOST`` is set (a pod's service account), and
   ``DEFAULT_KUBECONFIG`` when ``$KUBECONFIG`` names an existing file or ``~/.kube/config``
-  exists, as kubectl looks for it. The default order is kubectl's (a kubeconfig, then
-  in-cluster); the agent, a DaemonSet, uses only in-cluster so that a laptop's kubeconfig is
-  never picked up by accident; the extender prefers in-cluster and falls back to the kubeconfig.
+  exists, as kubectl looks for it; ``KUBECONFIG_VARIABLE`` when ``$KUBECONFIG`` is set. The
+  default order is kubectl's (a kubeconfig, then in-cluster); the agent, a DaemonSet, takes
+  in-cluster and then ``$KUBECONFIG`` (:data:`AGENT_SOURCES`), so that a laptop's
+  ``~/.kube/config`` is never picked up by accident but a kubeconfig named on purpose is
+  honoured, as every other command honours it; the extender prefers in-cluster and falls back to
+  the kubeconfig.
 * ``context`` selects a kubeconfig context, like kubectl's ``--context``.
 
 The client's defaults do not suit a daemon that runs for months, so every client gets:
@@ -43,10 +46,14 @@ class Source(Enum):
 
     IN_CLUSTER = "in-cluster service account"
     DEFAULT_KUBECONFIG = "default kubeconfig"
+    KUBECONFIG_VARIABLE = "$KUBECONFIG"
+    """Only a kubeconfig named by ``$KUBECONFIG`` (never ``~/.kube/config``)."""
 
 
 KUBECTL_ORDER = (Source.DEFAULT_KUBECONFIG, Source.IN_CLUSTER)
 """How kubectl (client-go's default loading rules) looks: a kubeconfig first, then in-cluster."""
+AGENT_SOURCES = (Source.IN_CLUSTER, Source.KUBECONFIG_VARIABLE)
+"""``rte run``: the service account in a pod; elsewhere only a kubeconfig named by ``$KUBECONFIG``."""
 
 
 class _PacedPool:
@@ -83,9 +90,20 @@ def default_kubeconfig() -> str | None:
     return home if os.path.isfile(home) else None
 
 
+def _first_listed(listed: str) -> str:
+    """The first existing file of a ``:``-separated ``$KUBECONFIG``; a one-line error when none is."""
+    paths = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p]
+    for path in paths:
+        if os.path.isfile(path):
+            return path
+    raise ConfigError("$KUBECONFIG", f"no such kubeconfig file: {listed}")
+
+
 def _absent(source: Source) -> str:
     if source is Source.IN_CLUSTER:
         return "not running in a pod (KUBERNETES_SERVICE_HOST is not set)"
+    if source is Source.KUBECONFIG_VARIABLE:
+        return "$KUBECONFIG is not set"
     return "no $KUBECONFIG or ~/.kube/config"
 
 
@@ -100,6 +118,8 @@ def _pick(kubeconfig: str | None, sources: Sequence[Source]) -> str | None:
             return None
         if source is Source.DEFAULT_KUBECONFIG and (found := default_kubeconfig()) is not None:
             return found
+        if source is Source.KUBECONFIG_VARIABLE and os.environ.get("KUBECONFIG"):
+            return _first_listed(os.environ["KUBECONFIG"])
     name = sources[0].value if len(sources) == 1 else "Kubernetes configuration"
     reasons = "; ".join(_absent(s) for s in sources) or "no source allowed"
     raise ConfigError(name, f"{reasons}: pass --kubeconfig when running outside a cluster")

@@ -5,13 +5,16 @@ Layers apply as defaults < file < environment < flags; see :mod:`rte.settings`.
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+import re
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rte.errors import ConfigError, SettingError
-from rte.settings.schema import FieldInfo, Schema
+from rte.settings.schema import ENV_PREFIXES, OTHER_ENV, FieldInfo, Schema
 from rte.settings.values import convert, plain
 from rte.yamlfile import read_documents
 
@@ -20,8 +23,26 @@ T = TypeVar("T")
 Layer = dict[str, tuple[Any, str]]
 """Setting name -> (typed value, where it came from)."""
 
+Warn = Callable[[str], None]
+"""Where a one-line warning goes (a former name used, an unknown variable)."""
 
-def file_layer(schema: Schema[Any], path: Path) -> Layer:
+# The variables Kubernetes injects for each Service in the pod's namespace
+# (kubernetes/kubernetes pkg/kubelet/envvars/envvars.go, FromServices): a Service named
+# "rte-metrics" gives RTE_METRICS_SERVICE_HOST, RTE_METRICS_PORT_8080_TCP_ADDR and so on.
+_SERVICE_ENV = re.compile(r".*_(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT(_\d+_(TCP|UDP|SCTP)(_\w+)?)?)")
+
+
+def stderr_warning(message: str) -> None:
+    """The default :data:`Warn`: ``rte: warning: <message>`` on stderr."""
+    sys.stderr.write(f"rte: warning: {message}\n")
+
+
+def deprecated(old: str, new: str) -> str:
+    """The one-line warning for a former spelling."""
+    return f"{old} is deprecated and will be removed in the next release; use {new}"
+
+
+def file_layer(schema: Schema[Any], path: Path, warn: Warn = stderr_warning) -> Layer:
     """The settings in the YAML file ``path``: one mapping of setting names to values."""
     documents = read_documents(path)  # one-line errors for unreadable, binary or malformed files
     if len(documents) > 1:
@@ -31,26 +52,60 @@ def file_layer(schema: Schema[Any], path: Path) -> Layer:
         raise ConfigError(str(path), "expected a mapping of setting names to values")
     known = schema.by_name
     out: Layer = {}
-    for key, value in data.items():
+    for key, value in sorted(data.items(), key=lambda kv: str(kv[0]) in known):  # former names first
         source = f"{path}: {key}"
-        if key not in known:
+        info = known.get(key) if isinstance(key, str) else None
+        if info is None and isinstance(key, str) and key in schema.by_old_name:
+            info = schema.by_old_name[key]
+            warn(deprecated(source, f"{info.name!r}"))
+        if info is None:
             hint = key.replace("-", "_") if isinstance(key, str) else ""
             extra = f" (did you mean {hint!r}?)" if hint in known else ""
             raise ConfigError(source, f"unknown setting{extra}")
-        out[key] = (convert(known[key].spec, value, source, text=False), source)
+        out[info.name] = (convert(info.spec, value, source, text=False), source)
     return out
 
 
-def env_layer(schema: Schema[Any], env: Mapping[str, str]) -> Layer:
-    """The settings in ``env``. Unknown variables with the prefix are ignored on purpose:
-    Kubernetes injects ``<SERVICE>_PORT``-style variables, and a Service named ``rte-...`` must
-    not stop a command from starting."""
+def env_layer(schema: Schema[Any], env: Mapping[str, str], warn: Warn = stderr_warning) -> Layer:
+    """The settings in ``env``.
+
+    A variable with the prefix that names no setting is warned about, not refused: it is most
+    likely a misspelling, but Kubernetes also injects ``<SERVICE>_PORT``-style variables, and a
+    Service named ``rte-...`` must not stop a command from starting (those are not warned about).
+    """
     out: Layer = {}
     for info in schema.fields:
+        for old in info.spec.old_names:
+            name = schema.env_of(old)
+            if name in env:
+                warn(deprecated(name, info.env))
+                out[info.name] = (convert(info.spec, env[name], name, text=True, env=True), name)
         for name in info.env_names:
             if name in env:
                 out[info.name] = (convert(info.spec, env[name], name, text=True, env=True), name)
+    for name in unknown_variables(schema, env):
+        known = [n for info in schema.fields for n in info.env_names] + [schema.config_env]
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        warn(f"{name}: no such setting of this command, ignored{hint}")
     return out
+
+
+def unknown_variables(schema: Schema[Any], env: Mapping[str, str]) -> list[str]:
+    """The variables under the schema's prefix that it does not read (nor another command does)."""
+    prefix = schema.env_prefix
+    others = [p for p in ENV_PREFIXES if len(p) > len(prefix) and p.startswith(prefix)]
+    read = {n for info in schema.fields for n in info.env_names}
+    read |= {schema.env_of(old) for old in schema.by_old_name}
+    read |= {schema.config_env, *OTHER_ENV}
+    return sorted(
+        name
+        for name in env
+        if name.startswith(prefix)
+        and name not in read
+        and not any(name.startswith(p) for p in others)
+        and not _SERVICE_ENV.fullmatch(name)
+    )
 
 
 def flag_layer(schema: Schema[Any], flags: Mapping[str, Any]) -> Layer:
@@ -74,15 +129,17 @@ def load(
     config_file: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     flags: Mapping[str, Any] | None = None,
+    warn: Warn = stderr_warning,
 ) -> T:
     """Defaults < ``config_file`` (else the schema's config variable) < ``env`` (default
-    ``os.environ``) < ``flags``; :class:`ConfigError` naming the layer and key of a bad value."""
+    ``os.environ``) < ``flags``; :class:`ConfigError` naming the layer and key of a bad value.
+    Former names and unknown variables are reported through ``warn``, one line each."""
     environ = os.environ if env is None else env
     path = config_file or environ.get(schema.config_env) or None
     layers: Layer = {}
     if path:
-        layers.update(file_layer(schema, Path(path)))
-    layers.update(env_layer(schema, environ))
+        layers.update(file_layer(schema, Path(path), warn))
+    layers.update(env_layer(schema, environ, warn))
     layers.update(flag_layer(schema, flags or {}))
     origins = {name: source for name, (_, source) in layers.items()}
     values = {name: value for name, (value, _) in layers.items()}

@@ -17,7 +17,8 @@ BOOL = "bool"
 INT = "int"
 FLOAT = "float"
 DURATION = "duration"
-"""Seconds, written with units (``500ms``, ``1m30s``)."""
+"""Seconds, written with Go's units (``500ms``, ``1m30s``) or as a bare number of seconds (``2``),
+the same in every command, flag, variable and file (:mod:`rte.durations`)."""
 CHOICE = "choice"
 """One of ``choices`` (or of an enum's values), matched in any case."""
 LIST = "list"
@@ -25,6 +26,12 @@ LIST = "list"
 environment, separated by commas or whitespace."""
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+
+ENV_PREFIXES = ("RTE_", "RTE_EXTENDER_", "RTE_SIMULATE_")
+"""Every command's environment prefix: a variable under ``RTE_`` that no command reads is
+reported as unknown, except those of the longer prefixes, which belong to another command."""
+OTHER_ENV = frozenset({"RTE_LOCAL_RUN_DIR", "RTE_HYPOTHESIS_PROFILE", "RTE_KERNEL_SEED"})
+"""Variables under ``RTE_`` that are not settings: hack/run-local.sh's and the test suite's."""
 """The choices of every daemon's ``log_level`` setting (Python logging levels, in any case)."""
 
 SETTING = "rte.setting"
@@ -43,8 +50,6 @@ class Spec:
     above: float | None = None
     """Exclusive lower bound: the value must be greater than this."""
     maximum: float | None = None
-    bare_seconds: bool = False
-    """DURATION: a bare number is seconds (as in the reference's ``...Seconds`` arguments)."""
     optional: bool = False
     """``None`` is a value (YAML ``null``, empty text)."""
     item: Spec | None = None
@@ -56,7 +61,11 @@ class Spec:
     aliases: tuple[str, ...] = ()
     """Further flag spellings, shown in the help (``--sysfs``)."""
     old_flags: tuple[str, ...] = ()
-    """Former flag spellings still accepted but not shown; a boolean's ``--no-...`` one turns it off."""
+    """Former flag spellings still accepted, with a deprecation warning, but not shown; a boolean's
+    ``--no-...`` one turns it off."""
+    old_names: tuple[str, ...] = ()
+    """Former names of the setting, accepted for one release with a deprecation warning: as a file
+    key, as ``<PREFIX><NAME>`` in the environment and as a hidden ``--flag``."""
     env_aliases: tuple[str, ...] = ()
     """Further environment variables, read below the setting's own (``NODE_NAME``)."""
     metavar: str | None = None
@@ -102,6 +111,11 @@ class FieldInfo:
         return (*self.spec.env_aliases, self.env)
 
     @property
+    def old_flags(self) -> tuple[str, ...]:
+        """Every former flag spelling: the spec's, then one per former name."""
+        return (*self.spec.old_flags, *("--" + n.replace("_", "-") for n in self.spec.old_names))
+
+    @property
     def doc(self) -> str:
         """The field's docstring on one line (parsed from the source on first use: help and dumps only)."""
         for cls in self.owner.__mro__:
@@ -142,6 +156,15 @@ class Schema(Generic[T]):
     @functools.cached_property
     def by_name(self) -> Mapping[str, FieldInfo]:
         return {info.name: info for info in self.fields}
+
+    @functools.cached_property
+    def by_old_name(self) -> Mapping[str, FieldInfo]:
+        """Former setting names -> the setting they are now."""
+        return {old: info for info in self.fields for old in info.spec.old_names}
+
+    def env_of(self, name: str) -> str:
+        """The environment variable of a setting name (current or former)."""
+        return self.env_prefix + name.upper()
 
 
 @functools.cache

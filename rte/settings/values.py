@@ -85,16 +85,15 @@ def _scalar(spec: Spec, value: Any, source: str, *, text: bool) -> Any:
 
 def _duration(spec: Spec, value: Any, source: str) -> float:
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if number and (value == 0 or spec.bare_seconds):
+    if number:
         # YAML's .inf and .nan are floats too, and NaN would pass every bound below.
         if not math.isfinite(value) or value > MAX_SECONDS:
             raise ConfigError(source, f"not a duration: {value!r} (at most about 292 years)")
         return float(value)
     if not isinstance(value, str):
-        unit = "" if spec.bare_seconds else " (give a unit, e.g. '30s' or '500ms')"
-        raise ConfigError(source, f"not a duration: {value!r}{unit}")
+        raise ConfigError(source, f"not a duration: {value!r}")
     try:
-        return parse_duration(value, bare_seconds=spec.bare_seconds)
+        return parse_duration(value, bare_seconds=True)
     except ValueError:
         raise ConfigError(source, f"not a duration: {value!r} (e.g. '500ms', '60s', '5m')") from None
 

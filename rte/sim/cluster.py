@@ -77,7 +77,7 @@ def build_cache(config: SimConfig, store: NRTStore, clock: Callable[[], float]) 
         informer_mode=config.informer_mode,
         reconcile=Reconcile.EXACT if config.cache == CACHE_REFERENCE else Reconcile.HISTORY,
     )
-    return make_cache(CacheSettings(mode, config.resync_period, cache_config), store, clock), mode
+    return make_cache(CacheSettings(mode, config.cache_resync_period, cache_config), store, clock), mode
 
 
 PHASE_FAILED = "Failed"

@@ -29,6 +29,11 @@ CACHE_ORACLE = "oracle"
 """A scheduler that reads every kubelet's exact state (:mod:`rte.sim.oracle`): the lower bound."""
 CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_ORACLE)
 
+# The headline sweep's dimensions when neither they nor their one-run setting are given (rte.sim.sweep).
+SWEEP_NODES = (100, 1000)
+SWEEP_INTERVALS = (1.0, 10.0, 60.0)
+SWEEP_CACHES = (CACHE_NONE, CACHE_REFERENCE, CACHE_RESERVE, CACHE_ORACLE)
+
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
 
@@ -39,8 +44,8 @@ MAX_PODS = 2_000_000
 
 
 def _seconds(default: float, **bounds: Any) -> Any:
-    """A duration field (seconds; a bare number in text counts as seconds, as before units)."""
-    return field(default=default, metadata=setting(DURATION, bare_seconds=True, **bounds))
+    """A duration field (seconds; text takes units or a bare number of seconds, as everywhere)."""
+    return field(default=default, metadata=setting(DURATION, **bounds))
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,9 @@ class SimConfig:
     """none = Passthrough; reserve = the reserve cache reconciling on every NRT (rte's default);
     reference-reserve = the reserve cache reconciling only on an exact fingerprint match (the
     reference plugin); discard = DiscardReserved; oracle = the kubelets' exact state."""
-    resync_period: float = _seconds(5.0, above=0.0)
+    cache_resync_period: float = field(
+        default=5.0, metadata=setting(DURATION, above=0.0, old_names=("resync_period",))
+    )
     """Reserve cache: time between resync passes."""
     dirty_after_failures: int = field(
         default=1, metadata=setting(INT, minimum=1, old_flags=("--dirty-after",))
@@ -125,13 +132,11 @@ class SimConfig:
         default=None, metadata=setting(STR, optional=True, check=parse_burst, metavar="N/T")
     )
     """N/T: N pods at once every T, e.g. 200/60s (on top of the Poisson stream)."""
-    mean_duration: float = field(
-        default=300.0, metadata=setting(DURATION, bare_seconds=True, above=0.0, flag="duration")
-    )
+    mean_duration: float = field(default=300.0, metadata=setting(DURATION, above=0.0, flag="duration"))
     """Mean pod run time (exponential)."""
     seed: int = field(default=1, metadata=setting(INT))
     """Seed of every random choice: the same scenario and seed give the same result."""
-    max_time: float | None = field(default=None, metadata=setting(DURATION, bare_seconds=True, optional=True))
+    max_time: float | None = field(default=None, metadata=setting(DURATION, optional=True))
     """Stop at this simulated time even if pods are still pending; empty: last arrival + 30m."""
     sample_period: float | None = None
     """Seconds between time-series samples; None: about 200 samples."""

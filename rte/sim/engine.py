@@ -8,7 +8,7 @@ and is deleted. A pod the kubelet rejects (TopologyAffinityError) turns Failed, 
 
 Agents publish when their kubelet changed, on the cadence of :mod:`rte.sim.cadence`; an object
 reaches the scheduler's store ``publish_delay + watch_delay`` later. Every pod change reaches
-the cache as a pod informer event. The reserve cache resyncs every ``resync_period``. An NRT
+the cache as a pod informer event. The reserve cache resyncs every ``cache_resync_period``. An NRT
 reaching the store and a pod deletion or failure are cluster events that requeue unschedulable
 pods; a cache flush is not (as in the reference plugin), unless ``requeue_on_flush``. With
 ``--cache oracle`` the scheduler reads the kubelets themselves (:mod:`rte.sim.oracle`).
@@ -169,7 +169,7 @@ class Simulation:
         for a in self.arrivals:
             self._push(a.time, ARRIVE, a.index)
         if self.reserve_mode:
-            self._push(self.cfg.resync_period, RESYNC)
+            self._push(self.cfg.cache_resync_period, RESYNC)
         self._push(LEFTOVER_CHECK, LEFTOVER)
         self._push(0.0, SAMPLE)
         heap, handlers, counters, pods = self._heap, self._handlers, self.counters, len(self.arrivals)
@@ -421,7 +421,7 @@ class Simulation:
             self.scheduler.node_changed(self.index[name])
         if self.cfg.requeue_on_flush and (report.flushed or report.config_flushed):
             self._cluster_event()
-        self._push(self.now + self.cfg.resync_period, RESYNC)
+        self._push(self.now + self.cfg.cache_resync_period, RESYNC)
 
     # --- housekeeping ------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ class SimResult:
             (
                 "cache",
                 f"{cfg['cache']}"
-                + (f" (resync every {cfg['resync_period']:g} s)" if cfg["cache"] == "reserve" else ""),
+                + (f" (resync every {cfg['cache_resync_period']:g} s)" if cfg["cache"] == "reserve" else ""),
             ),
             ("agent interval", f"{cfg['agent_interval']:g} s"),
             ("policy / scope", f"{cfg['policy']} / {cfg['scope']}"),

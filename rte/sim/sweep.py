@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.sim.config import SimConfig
+from rte.sim.config import SWEEP_CACHES, SWEEP_INTERVALS, SWEEP_NODES, SimConfig
 from rte.sim.engine import run_simulation
 from rte.sim.result import SimResult
 from rte.sim.specs import parse_burst
 
-DEFAULT_INTERVALS = (1.0, 10.0, 60.0)
-DEFAULT_CACHES = ("none", "reference-reserve", "reserve", "oracle")
-DEFAULT_NODES = (100, 1000)
+DEFAULT_INTERVALS = SWEEP_INTERVALS
+DEFAULT_CACHES = SWEEP_CACHES
+DEFAULT_NODES = SWEEP_NODES
 
 
 def scaled(base: SimConfig, nodes: int) -> SimConfig:

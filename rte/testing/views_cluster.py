@@ -165,6 +165,28 @@ WORKER_ALLOCATABLE = {
 }
 
 
+LEASE_AGES = {"worker-1": 3, "worker-2": 6, "worker-3": 185, "gpu-1": 8}
+"""How many seconds before ``now`` each agent last renewed its Lease."""
+STOPPED_AGENTS = frozenset({"worker-3"})
+"""The agents that renew nothing any more: their Leases only get older."""
+
+
+def renew_heartbeats(api: FakeApiServer, now: datetime | None = None) -> None:
+    """What the running agents do: their Leases again look renewed as long ago as in :func:`demo`.
+
+    Without it a demo left running shows every node LeaseStale once the Leases' 40 s are over,
+    and the tables in the docs stop reproducing.
+    """
+    now = now or datetime.now(UTC)
+    for name, renewed in LEASE_AGES.items():
+        current = api.get_object("leases", name, "rte")
+        if name in STOPPED_AGENTS or current is None:
+            continue
+        when = (now - timedelta(seconds=renewed)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        current["spec"]["renewTime"] = when
+        api.storage.update("leases", current)
+
+
 def demo(api: FakeApiServer, now: datetime | None = None) -> None:
     """Four workers and three Pending pods; ages relative to ``now`` (default: the real time).
 
@@ -270,7 +292,7 @@ def demo(api: FakeApiServer, now: datetime | None = None) -> None:
     for when, obj in nrts:
         with server_time(api, when):
             api.create_object(api.nrt_resource.plural, obj)
-    for name, renewed in (("worker-1", 3), ("worker-2", 6), ("worker-3", 185), ("gpu-1", 8)):
+    for name, renewed in LEASE_AGES.items():
         with server_time(api, ago(days=12)):
             api.create_object("leases", lease(name, ago(seconds=renewed)))
 
@@ -309,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         demo(api)
         api.write_kubeconfig(args.kubeconfig_out)
         print(f"demo cluster at {api.url}; kubeconfig written to {args.kubeconfig_out}", flush=True)
-        stop.wait()
+        while not stop.wait(1.0):
+            renew_heartbeats(api)
     return 0
 
 

@@ -13,11 +13,11 @@ from kubernetes import client
 
 from rte.agent.retry import ApiRetryBackoff, Failure, classify, retry_after
 from rte.errors import ConfigError
-from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.kubeclient import AGENT_SOURCES, Source, load_api_client
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import wait_until
 
-AGENT = (Source.IN_CLUSTER,)
+AGENT = AGENT_SOURCES
 EXTENDER = (Source.IN_CLUSTER, Source.DEFAULT_KUBECONFIG)
 
 
@@ -41,7 +41,10 @@ def test_outside_a_cluster_without_a_kubeconfig_the_error_says_what_to_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(ConfigError, match=r"in-cluster service account: .*pass --kubeconfig"):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    with pytest.raises(
+        ConfigError, match=r"not running in a pod .*\$KUBECONFIG is not set: pass --kubeconfig"
+    ):
         load_api_client(None, sources=AGENT)
 
 
@@ -77,10 +80,15 @@ def test_without_a_flag_kubeconfig_then_home_are_found_like_kubectl_does(
 def test_each_daemon_keeps_its_own_precedence_between_a_kubeconfig_and_in_cluster(
     outside_a_cluster: Path, fake_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(fake_kubeconfig))
-    # The agent never picks up a kubeconfig it was not given.
-    with pytest.raises(ConfigError, match="in-cluster service account: not running in a pod"):
+    # The agent never picks up a ~/.kube/config it was not given (issue #24: nor did it take
+    # $KUBECONFIG, which every other command honours).
+    (outside_a_cluster / ".kube").mkdir(parents=True)
+    (outside_a_cluster / ".kube" / "config").write_text(fake_kubeconfig.read_text())
+    with pytest.raises(ConfigError, match=r"not running in a pod .*; \$KUBECONFIG is not set"):
         load_api_client(sources=AGENT)
+    monkeypatch.setenv("KUBECONFIG", f"/nonexistent:{fake_kubeconfig}")
+    assert load_api_client(sources=AGENT).configuration.host.startswith("http://")
+    monkeypatch.setenv("KUBECONFIG", str(fake_kubeconfig))
     assert load_api_client(sources=EXTENDER).configuration.host.startswith("http://")
     # In a pod, the agent and the extender take the service account; kubectl's order the kubeconfig.
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")

@@ -200,9 +200,11 @@ def test_malformed_bytes_from_the_kubelet_are_a_one_line_error() -> None:
 def test_fingerprint_command_over_the_socket_matches_files() -> None:
     with FakeKubelet(scenario=STATIC) as kubelet:
         live = CliRunner().invoke(
-            main, ["fingerprint", "--podresources", kubelet.endpoint, "--method", "all"]
+            main, ["fingerprint", "--podresources", kubelet.endpoint, "--fingerprint-method", "all"]
         )
-    files = CliRunner().invoke(main, ["fingerprint", "--podresources", str(STATIC), "--method", "all"])
+    files = CliRunner().invoke(
+        main, ["fingerprint", "--podresources", str(STATIC), "--fingerprint-method", "all"]
+    )
     assert live.exit_code == files.exit_code == 0
     assert live.stdout.splitlines()[-1] == files.stdout.splitlines()[-1]
     assert live.stdout.strip() == fp.compute(
@@ -252,7 +254,7 @@ def test_dump_reads_the_memory_checkpoint_from_the_kubelet_dir(tmp_path: Path) -
     (tmp_path / "memory_manager_state").write_bytes(checkpoint.read_bytes())
     with_state, err = _dump_json(
         "--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG),
-        "--kubelet-dir", str(tmp_path),
+        "--kubelet-root", str(tmp_path),
     )  # fmt: skip
     without, _ = _dump_json(
         "--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG)
@@ -264,7 +266,7 @@ def test_dump_reads_the_memory_checkpoint_from_the_kubelet_dir(tmp_path: Path) -
 def test_dump_ignores_a_malformed_checkpoint_with_a_warning_like_the_daemon(tmp_path: Path) -> None:
     (tmp_path / "memory_manager_state").write_text("{not json")
     args = ["--sysfs", str(R640), "--podresources", str(STATIC), "--kubelet-config", str(STATIC_CONFIG)]
-    with_bad_state, err = _dump_json(*args, "--kubelet-dir", str(tmp_path))
+    with_bad_state, err = _dump_json(*args, "--kubelet-root", str(tmp_path))
     without, _ = _dump_json(*args)
     assert with_bad_state == without
     warnings = [ln for ln in err.splitlines() if "memory_manager_state" in ln]

@@ -72,8 +72,8 @@ def test_once_without_publishing_and_dump_read_the_same_checkpoint_into_the_same
         "--fingerprint-method", method,
     )  # fmt: skip
     assert code == 0, err
-    args = ["dump", "--node-name", "n1", "--sysfs", str(SYSFS), *inputs, "--method", method]
-    dumped = CliRunner().invoke(main, [*args, "--kubelet-dir", str(tmp_path), "-o", "json"])
+    args = ["dump", "--node-name", "n1", "--sysfs", str(SYSFS), *inputs, "--fingerprint-method", method]
+    dumped = CliRunner().invoke(main, [*args, "--kubelet-root", str(tmp_path), "-o", "json"])
     assert dumped.exit_code == 0, dumped.stderr
     assert json.loads(out) == json.loads(dumped.stdout)
     zone1 = json.loads(out)["zones"][1]

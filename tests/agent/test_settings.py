@@ -94,11 +94,13 @@ def test_a_bad_environment_value_names_the_variable() -> None:
     assert str(err.value).startswith("RTE_POLL_INTERVAL: not a duration: 'fast'")
 
 
-def test_a_bare_number_in_the_file_is_not_taken_for_seconds(tmp_path: Path) -> None:
+def test_a_bare_number_is_seconds_in_the_file_the_environment_and_a_flag(tmp_path: Path) -> None:
+    """One duration syntax in every command (issue #24): `rte run --poll-interval 2` was refused."""
     config = tmp_path / "c.yaml"
     config.write_text("resync_interval: 60\n")
-    with pytest.raises(ConfigError, match=r"c.yaml: resync_interval: not a duration: 60 \(give a unit"):
-        load(config_file=config)
+    assert load(config_file=config).resync_interval == 60.0
+    assert load(env={"RTE_POLL_INTERVAL": "2"}).poll_interval == 2.0
+    assert load(flags={"debounce": "0.2"}).debounce == 0.2
 
 
 def test_unknown_keys_in_the_file_are_errors_with_a_hint(tmp_path: Path) -> None:

@@ -135,7 +135,7 @@ def test_the_fingerprint_of_exclusive_pods_leaves_out_the_shared_pool_pod() -> N
     _, out, _ = _dump("--sysfs", str(R640), "--podresources", str(R640_STATIC), "-o", "json")
     exclusive = json.loads(out)["attributes"]
     _, out_all, _ = _dump(
-        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--method", "all", "-o", "json"
+        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--fingerprint-method", "all", "-o", "json"
     )
     everything = json.loads(out_all)["attributes"]
     fp_of = lambda attrs: next(a["value"] for a in attrs if a["name"] == "nodeTopologyPodsFingerprint")  # noqa: E731
@@ -147,7 +147,7 @@ def test_the_fingerprint_of_exclusive_pods_leaves_out_the_shared_pool_pod() -> N
 
 def test_the_method_flag_reads_any_case_and_publishes_the_attribute_spelling() -> None:
     _, out, _ = _dump(
-        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--method", "ALL", "-o", "json"
+        "--sysfs", str(R640), "--podresources", str(R640_STATIC), "--fingerprint-method", "ALL", "-o", "json"
     )
     attrs = {a["name"]: a["value"] for a in json.loads(out)["attributes"]}
     assert attrs["nodeTopologyPodsFingerprintMethod"] == "all"
@@ -196,7 +196,7 @@ def test_choices_are_read_in_any_case() -> None:
         "x",
         "-o",
         "JSON",
-        "--method",
+        "--fingerprint-method",
         "ALL",
     )
     assert code == 0, err

@@ -1,17 +1,16 @@
-"""What the command line tells a user: the command list, flag help, and the README's examples."""
+"""What the command line tells a user: the command list, flag help, and the documented fingerprint trace."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import click
 from click.testing import CliRunner
 
 from rte.cli import main
+from tests.cli.test_docs import blocks, environment
 from tests.helpers.paths import REPO
 
 
@@ -41,22 +40,20 @@ def test_fit_node_help_says_what_the_allocatable_check_does() -> None:
     assert "A Node without an NRT is listed too, and fits." in text
 
 
-def _readme_block(heading: str) -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split(heading, 1)[1]
-    return section.split("```sh\n", 1)[1].split("```", 1)[0]
-
-
-def test_the_readme_fingerprint_example_runs_as_written(tmp_path: Path) -> None:
-    block = _readme_block("### `rte fingerprint`")
-    (tmp_path / "tests").symlink_to(REPO / "tests")  # the example's fixture path, relative to the repo
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+def test_the_fingerprint_example_prints_its_trace_as_documented(tmp_path: Path) -> None:
+    """docs/agent.md's example (run as a whole by tests/cli/test_docs.py); here, its trace."""
+    page = REPO / "docs" / "agent.md"
+    (block,) = [b for b in blocks(page) if "rte fingerprint pods.txt --trace" in b.text]
+    (tmp_path / "tests").symlink_to(REPO / "tests")
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=tmp_path,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
-    printed = done.stdout.split()
-    claimed = re.findall(r"# prints (pfp0v001[0-9a-f]{16})", block)
-    assert claimed and printed[0] == claimed[0]
-    assert f"--check {claimed[0]}" in block
+    claimed = re.findall(r"# prints (pfp0v001[0-9a-f]{16})", block.text)
+    assert claimed and done.stdout.split()[0] == claimed[0]
+    assert f"--check {claimed[0]}" in block.text
     assert '"fingerprintComputed": "pfp0v0011dff29797c87d495"' in done.stderr  # the trace

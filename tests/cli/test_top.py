@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from rte.errors import ConfigError
 from rte.model import fingerprint as fp
 from rte.model.vocabulary import InformerMode
 from rte.testing.apiserver import FakeApiServer
-from rte.testing.views_cluster import lease, pod
+from rte.testing.views_cluster import lease, pod, renew_heartbeats
 from tests.cli.conftest import DEMO_NOW
 from tests.helpers.paths import REPO
 
@@ -117,6 +118,16 @@ def test_a_label_selector_picks_nodes_then_their_nrts(live_kubeconfig: Path) -> 
     assert code == 0 and {line.split()[0] for line in out.splitlines()[1:]} == {"gpu-1"}
     code, out, err = cli(live_kubeconfig, "-l", "no-such-label")
     assert (code, out, err) == (0, "No resources found\n", "")
+
+
+def test_a_selector_the_apiserver_cannot_parse_is_bad_input_exit_2(live_kubeconfig: Path) -> None:
+    """Issue #24: it exited 1, as if the cluster had failed."""
+    code, out, err = cli(live_kubeconfig, "-l", "a=b,==")
+    assert (code, out) == (2, "")
+    assert (
+        err.startswith("rte: error: --selector: 'a=b,==': unable to parse requirement")
+        and err.count("\n") == 1
+    )
 
 
 def test_named_nodes_are_shown_and_an_unknown_name_is_a_one_line_input_error(live_kubeconfig: Path) -> None:
@@ -285,9 +296,28 @@ def test_watch_in_a_process_ends_quietly_on_interrupt(live_kubeconfig: Path) -> 
     assert any(line.startswith("worker-2   node-0") for line in seen)
 
 
-def test_the_readme_example_is_what_top_prints_on_the_demo_cluster(open_demo: Opener) -> None:
-    """The README's table was pasted from a run; only its ages (NRT-AGE, LEASE) depend on when."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_demo_cluster_keeps_its_running_agents_leases_fresh(
+    demo_api: FakeApiServer, open_demo: Opener
+) -> None:
+    """Issue #24: the demo never renewed its Leases, so after 40 s every node was LeaseStale and
+    the docs' tables no longer reproduced. An hour on, only the stopped agent's Lease is old."""
+    later = DEMO_NOW + timedelta(hours=1)
+    renew_heartbeats(demo_api, later)
+    out = io.StringIO()
+    top(open_demo, TopOptions(output="json"), out=out, clock=later.timestamp)
+    by_node = {n["node"]: n for n in json.loads(out.getvalue())}
+    assert {name: n["status"] for name, n in by_node.items()} == {
+        "gpu-1": ["OK"],
+        "worker-1": ["OK"],
+        "worker-2": ["PodsMismatch"],
+        "worker-3": ["LeaseStale"],
+    }
+    assert by_node["worker-1"]["lease"]["ageSeconds"] == pytest.approx(3, abs=1)
+
+
+def test_the_documented_example_is_what_top_prints_on_the_demo_cluster(open_demo: Opener) -> None:
+    """docs/operating.md's table was pasted from a run; only its ages (NRT-AGE, LEASE) depend on when."""
+    readme = (REPO / "docs" / "operating.md").read_text(encoding="utf-8")
     pasted = readme.split("```\n$ rte top\n", 1)[1].split("```", 1)[0].splitlines()
 
     def without_ages(lines: list[str]) -> list[list[str]]:

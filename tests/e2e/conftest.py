@@ -51,7 +51,7 @@ def start_agent(
             "--retry-base": "100ms",
             "--retry-cap": "1s",
             "--lease-duration": "4s",
-            "--api-timeout": "1s",
+            "--request-timeout": "1s",
             "--kubelet-timeout": "1s",
             "--shutdown-timeout": "2s",
         }

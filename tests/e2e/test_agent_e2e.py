@@ -135,7 +135,7 @@ def test_conflicts_throttling_server_errors_and_timeouts_are_retried(
     converged(api, kubelet, 8, "the NRT after three 500s")
 
     patches = len(api.requests)
-    api.faults.set_latency(1.5, verb="patch", resource=NRT)  # longer than --api-timeout 1s
+    api.faults.set_latency(1.5, verb="patch", resource=NRT)  # longer than --request-timeout 1s
     kubelet.add_pod(exclusive_pod("p4", [18, 20]))
     converged(api, kubelet, 10, "the NRT while every patch outlasts the agent's timeout")
     assert any(r.verb == "patch" and r.duration >= 1.4 for r in api.requests[patches:])
@@ -212,7 +212,7 @@ def test_touching_the_notify_file_triggers_a_cycle_when_polling_is_off(
 def test_sigterm_in_the_middle_of_a_publish_exits_zero_within_the_shutdown_timeout(
     start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
 ) -> None:
-    agent = start_agent("--api-timeout", "10s")
+    agent = start_agent("--request-timeout", "10s")
     first_publish(agent, api, kubelet)
     api.faults.set_latency(8, verb="patch", resource=NRT)
     kubelet.add_pod(exclusive_pod("slow", [34, 36]))

@@ -270,7 +270,7 @@ def extenders(
             "--strategy=MostAllocated",
             "--cache-resync-period=1",
             "--startup-grace=20s",
-            "--heartbeat-namespace=",
+            "--lease-namespace=",
             f"--tls-cert-file={pki.server.cert}",
             f"--tls-private-key-file={pki.server.key}",
             f"--client-ca-file={pki.ca.path}",

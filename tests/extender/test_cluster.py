@@ -33,7 +33,7 @@ def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[Extend
         scheduler_profiles=[PROFILE],
         foreign_pods_detect="OnlyExclusiveResources",
         cache_reconcile="ExactMatch",  # these tests pin the reference's reconciliation
-        heartbeat_max_age="30",
+        stale_after="30",
         listen="127.0.0.1:0",
         kubeconfig=str(fake_kubeconfig),
     )

@@ -36,7 +36,7 @@ def start(fake_apiserver: FakeApiServer) -> Iterator[Start]:
             listen="127.0.0.1:0",
             cache_resync_period="3600",  # OverReserve; the takeover and the tests resync
             scheduler_profiles=[PROFILE],
-            heartbeat_namespace="",
+            lease_namespace="",
             leader_elect=True,
             leader_elect_identity=identity,
             leader_elect_lease_namespace=NAMESPACE,

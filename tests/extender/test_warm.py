@@ -57,7 +57,7 @@ def _settings(tmp_path: Path) -> Any:
         nrt_files=[str(path)],
         cache_resync_period="5s",  # OverReserve, as deployed
         scheduler_profiles=[PROFILE],
-        heartbeat_namespace="",
+        lease_namespace="",
     )
 
 

@@ -1,6 +1,6 @@
 """What the parsers' fuzz tests share: the property every parser keeps, and input strategies.
 
-The property (README, "Reliability"): a parser given anything returns a value or raises one
+The property (docs/agent.md, "Reliability"): a parser given anything returns a value or raises one
 :class:`~rte.errors.InputError` whose message is one line and names where the bad input came
 from. Any other exception (a ``KeyError``, a ``RecursionError``, a ``ValueError`` from deep
 inside a library) fails the test, and Hypothesis prints the smallest input that raised it.

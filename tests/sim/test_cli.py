@@ -10,6 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from rte.commands.simulate import simulate_cmd
+from rte.sim.config import SWEEP_CACHES, SWEEP_INTERVALS, SWEEP_NODES
 
 FAST = ["--nodes", "6", "--pods", "60", "--burst", "10/20s", "--seed", "3"]
 
@@ -84,6 +85,22 @@ def test_sweep_json_scales_the_workload_with_the_cluster() -> None:
     )
     runs = json.loads(result.stdout)["runs"]
     assert [(r["nodes"], r["pods"]) for r in runs] == [(3, 30), (12, 120)]
+
+
+def test_the_sweep_honours_the_one_run_settings_given_and_its_help_names_its_defaults() -> None:
+    """Issue #24: `--sweep` ignored --nodes (it ran 100 and 1000 nodes), and its help promised 2
+    caches where it ran 4."""
+    result = invoke(*FAST, "--sweep", "--agent-interval", "1s", "--cache", "reserve", "-o", "json")
+    assert result.exit_code == 0, result.output
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["nodes"], r["agent_interval"], r["cache"]) for r in runs] == [(6, 1.0, "reserve")]
+    headline = invoke("--sweep", "--dump-config").stdout
+    assert "sweep_nodes: [100, 1000]" in headline
+    assert "sweep_caches: [none, reference-reserve, reserve, oracle]" in headline
+    helped = " ".join(CliRunner().invoke(simulate_cmd, ["--help"], terminal_width=500).stdout.split())
+    assert "else 100,1000" in helped and "else 1s,10s,60s" in helped
+    assert f"else {','.join(SWEEP_CACHES)}" in helped
+    assert (SWEEP_NODES, SWEEP_INTERVALS) == ((100, 1000), (1.0, 10.0, 60.0))
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:

@@ -101,8 +101,8 @@ def test_config_rejects_unknown_modes_naming_the_field() -> None:
         SimConfig(cache="lru")
     with pytest.raises(SettingError, match="policy"):
         SimConfig(policy="best-effort")
-    with pytest.raises(SettingError, match="resync_period: must be greater than 0"):
-        SimConfig(resync_period=0)
+    with pytest.raises(SettingError, match="cache_resync_period: must be greater than 0"):
+        SimConfig(cache_resync_period=0)
     with pytest.raises(SettingError, match="pod_mix"):
         SimConfig(pod_mix="four cpus")
     with pytest.raises(SettingError, match="reserved_cpus: 40 exceeds the 32 CPUs of a zone"):
