@@ -112,8 +112,11 @@ class AgentSettings:
     """Make the Node the NRT's owner, so deleting the Node deletes its NRT."""
     field_manager: str = field(default="rte-agent", metadata=setting(STR))
     """Field manager name of our writes."""
-    lease_duration: float = field(default=40.0, metadata=setting(DURATION))
-    """Heartbeat Lease duration, renewed every quarter of it; 0 turns the heartbeat off."""
+    lease_duration: float = field(default=0.0, metadata=setting(DURATION))
+    """Heartbeat Lease duration, renewed every quarter of it; 0 (the default): no Lease, consumers
+    read the agent pod's readiness instead (written by the kubelet on change only: no steady-state
+    writes; docs/freshness.md). 40s is the kubelet's own node-Lease choice, for consumers that read
+    Leases."""
     lease_namespace: str = field(default="rte", metadata=setting(STR))
     """Namespace of the heartbeat Lease named after the node."""
     retry_base: float = field(default=0.5, metadata=setting(DURATION, minimum=0.001))

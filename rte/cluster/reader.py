@@ -235,6 +235,12 @@ class ClusterReader:
                 out[node].append(pod)
         return out
 
+    def pods_in(self, namespace: str, selector: str) -> list[Obj]:
+        """The pods of ``namespace`` whose labels match ``selector`` (the agents': one list)."""
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        what = f"pods in namespace {namespace}"
+        return self._guard(lambda: self._list(path, what, [("labelSelector", selector)]))
+
     def _pods(self, query: Iterable[tuple[str, str]] = ()) -> list[Obj]:
         return self._guard(lambda: self._list("/api/v1/pods", "pods", query))
 

@@ -6,6 +6,7 @@ from collections.abc import Collection
 
 from rte.cluster.reader import ClusterReader
 from rte.cluster.status import NodeStatus, node_statuses
+from rte.consumer.agentpods import DEFAULT_AGENT_SELECTOR
 from rte.consumer.cache.config import ResyncMethod
 from rte.errors import InputError
 from rte.model.vocabulary import InformerMode
@@ -17,6 +18,7 @@ def read_statuses(
     names: Collection[str] = (),
     selector: str | None = None,
     lease_namespace: str | None = None,
+    agent_selector: str | None = DEFAULT_AGENT_SELECTOR,
     fingerprints: bool = True,
     informer_mode: InformerMode = InformerMode.DEDICATED,
     resync_method: ResyncMethod = ResyncMethod.AUTODETECT,
@@ -26,7 +28,8 @@ def read_statuses(
 
     A label selector applies to Nodes (NRTs carry no node labels), then their NRTs are read. A
     name that is neither a Node nor an NRT is an :class:`InputError`. ``lease_namespace`` None
-    or empty skips the Leases; ``fingerprints`` False skips reading pods.
+    or empty skips the agents' heartbeats: their Leases and, with ``agent_selector``, their pods
+    (one list in that namespace); ``fingerprints`` False skips reading the nodes' pods.
     """
     wanted: set[str] | None = set(names) if names else None
     if selector:
@@ -49,12 +52,14 @@ def read_statuses(
     )
     with_nrt = {str(o["metadata"]["name"]) for o in nrts}
     pods = reader.pods_on(with_nrt) if fingerprints and with_nrt else None
+    agent_pods = reader.pods_in(lease_namespace, agent_selector) if lease_namespace and agent_selector else []
     return node_statuses(
         nodes,
         nrts,
         leases=leases,
         lease_namespace=lease_namespace or "",
         pods_by_node=pods if fingerprints else None,
+        agent_pods=agent_pods,
         informer_mode=informer_mode,
         resync_method=resync_method,
         now=now,

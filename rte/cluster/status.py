@@ -10,6 +10,10 @@ Pure functions over decoded objects (Nodes, NRTs, Leases, pods); reading them is
 * **Lease age**: time since the agent last renewed Lease ``<namespace>/<node>`` (``renewTime``,
   read as the consumer reads it). Stale past ``stale_after``, by default the Lease's own
   ``leaseDurationSeconds``: the holder promised to renew within that time.
+* **Agent**: the readiness of the node's agent pod (``Ready`` condition), which the kubelet
+  writes when the agent's ``/readyz`` flips: what the extender reads by default instead of a Lease
+  (:mod:`rte.consumer.agentpods`). Not ready is stale at once: the kubelet's failure threshold
+  has already passed.
 * **Fingerprint**: the pods bound to the node, counted with the consumer's rules (informer mode,
   fingerprint method, the exclusivity classifier: :func:`rte.consumer.cache.resync.compare`),
   against the NRT's published fingerprint, exactly as the scheduler's reserve cache compares.
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from rte.consumer.agentpods import agent_pod_state
 from rte.consumer.cache.config import ResyncMethod
 from rte.consumer.cache.resync import CompareResult, Comparison, compare
 from rte.consumer.store import heartbeat_from_lease, resource_names_of
@@ -45,7 +50,10 @@ class Marker(StrEnum):
     """An NRT whose Node is gone (the garbage collector deletes it soon)."""
     NO_NRT = "NoNRT"
     NO_LEASE = "NoLease"
+    """Leases were read and the node has none, nor an agent pod: nothing says its agent is alive."""
     LEASE_STALE = "LeaseStale"
+    AGENT_NOT_READY = "AgentNotReady"
+    """The node's agent pod is not ready: its agent does not vouch for the NRT."""
     PODS_MISMATCH = "PodsMismatch"
     NO_FINGERPRINT = "NoFingerprint"
     BAD_FINGERPRINT = "BadFingerprint"
@@ -53,7 +61,7 @@ class Marker(StrEnum):
 
 OK = "OK"
 """STATUS when no marker applies."""
-STALE_MARKERS = frozenset({Marker.LEASE_STALE, Marker.PODS_MISMATCH})
+STALE_MARKERS = frozenset({Marker.LEASE_STALE, Marker.AGENT_NOT_READY, Marker.PODS_MISMATCH})
 """Markers that mean "the scheduler may be deciding on data that is not current". A missing
 Lease alone is not one: agents other than rte publish NRTs without a heartbeat."""
 
@@ -107,6 +115,37 @@ def lease_info(obj: Obj, namespace: str) -> LeaseInfo:
 
 
 @dataclass(frozen=True)
+class AgentInfo:
+    """The node's agent pod (a ready one when there are several, as during a surge)."""
+
+    pod: str
+    """``namespace/name``."""
+    ready: bool
+    since: float | None
+    """Not ready: since when (epoch seconds), None if unknown."""
+
+
+def agent_infos(pods: Iterable[Obj]) -> dict[str, AgentInfo]:
+    """Node -> its agent pod's readiness, from the agent pods (any pod not bound is left out)."""
+    out: dict[str, AgentInfo] = {}
+    for obj in pods:
+        metadata = obj.get("metadata") or {}
+        name = f"{metadata.get('namespace', '?')}/{metadata.get('name', '?')}"
+        state = agent_pod_state(obj, source=f"pod {name}")
+        if state is None:
+            continue
+        info = AgentInfo(name, state.ready, state.since)
+        kept = out.get(state.node)
+        if (
+            kept is None
+            or (info.ready and not kept.ready)
+            or (not kept.ready and not info.ready and (info.since or 0.0) > (kept.since or 0.0))
+        ):
+            out[state.node] = info
+    return out
+
+
+@dataclass(frozen=True)
 class NodeStatus:
     """One node as ``rte top`` shows it."""
 
@@ -122,6 +161,14 @@ class NodeStatus:
     """None without an NRT, or when pods were not read."""
     allocatable: Mapping[str, Amount] | None = None
     """The Node's ``status.allocatable``, when the Node exists."""
+    agent: AgentInfo | None = None
+    """The node's agent pod, when agent pods were read and it has one."""
+
+    def agent_unready_for(self, now: float) -> float | None:
+        """Seconds its agent pod has not been ready; None when it is ready or unknown."""
+        if self.agent is None or self.agent.ready or self.agent.since is None:
+            return None
+        return max(0.0, now - self.agent.since)
 
     @property
     def policy(self) -> str:
@@ -154,10 +201,12 @@ class NodeStatus:
             out.append(Marker.NO_NODE)
         if self.topology is None:
             out.append(Marker.NO_NRT)
-        if self.leases_read and self.topology is not None and self.lease is None:
+        if self.leases_read and self.topology is not None and self.lease is None and self.agent is None:
             out.append(Marker.NO_LEASE)
         if self.lease_stale(now, stale_after):
             out.append(Marker.LEASE_STALE)
+        if self.agent is not None and not self.agent.ready:
+            out.append(Marker.AGENT_NOT_READY)
         if self.fingerprint is not None:
             result = self.fingerprint.result
             if result is CompareResult.MISMATCH:
@@ -183,6 +232,7 @@ def node_statuses(
     leases: Iterable[Obj] | None = None,
     lease_namespace: str = "",
     pods_by_node: Mapping[str, Iterable[Obj]] | None = None,
+    agent_pods: Iterable[Obj] = (),
     informer_mode: InformerMode = InformerMode.DEDICATED,
     resync_method: ResyncMethod = ResyncMethod.AUTODETECT,
     now: float = 0.0,
@@ -195,6 +245,7 @@ def node_statuses(
     node_objs = _by_name(nodes)
     nrt_objs = _by_name(nrts)
     lease_objs = _by_name(leases or ())
+    agents = agent_infos(agent_pods)
     out = []
     for name in sorted(set(node_objs) | set(nrt_objs)):
         nrt = nrt_objs.get(name)
@@ -229,6 +280,7 @@ def node_statuses(
                 leases_read=leases is not None,
                 fingerprint=comparison,
                 allocatable=allocatable,
+                agent=agents.get(name),
             )
         )
     return out

@@ -25,7 +25,7 @@ from rte.cluster.reader import ClusterReader
 from rte.cluster.shortfall import ZoneShortfall, closest
 from rte.cluster.snapshot import read_statuses
 from rte.cluster.status import NodeStatus
-from rte.commands.humanize import age_text, aligned, amount_text
+from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text
 from rte.consumer.api import Decision, NodeCandidate, evaluate
 from rte.consumer.cache.config import DEFAULT_PROFILE
 from rte.consumer.numaview import build_view
@@ -141,6 +141,8 @@ def _lease_cell(status: NodeStatus | None, e: Explanation) -> str:
     if status is None or not status.leases_read:
         return "-"
     if status.lease is None:
+        if status.agent is not None:
+            return heartbeat_text(status, e.now) + ("" if status.agent.ready else " (stale)")
         return "<none>"
     text = age_text(status.lease_age(e.now))
     return f"{text} (stale)" if status.lease_stale(e.now, e.stale_after) else text

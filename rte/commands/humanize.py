@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
+from rte.cluster.status import NodeStatus
 from rte.model.quantity import Amount, quantity_text
 
 BYTE_RESOURCES = ("memory", "hugepages-")
@@ -67,3 +68,16 @@ def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def heartbeat_text(s: NodeStatus, now: float) -> str:
+    """The LEASE column: the Lease's age, else its agent pod's readiness ("ready", or for how long
+    it has not been: "!12s"), else "-"."""
+    if not s.leases_read:
+        return "-"
+    if s.lease is not None or s.agent is None:
+        return age_text(s.lease_age(now))
+    if s.agent.ready:
+        return "ready"
+    unready = s.agent_unready_for(now)
+    return "!" + (age_text(unready) if unready is not None else "?")

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from rte.cluster.reader import ClusterReader
 from rte.cluster.snapshot import read_statuses
 from rte.cluster.status import OK, NodeStatus
-from rte.commands.humanize import age_text, aligned, amount_text, is_bytes
+from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text, is_bytes
 from rte.consumer.cache.config import ResyncMethod
 from rte.errors import InputError, RteError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
@@ -94,7 +94,7 @@ def _cells(zone: Zone, wide: bool) -> tuple[str, str, str, str]:
 
 
 def _node_cells(s: NodeStatus, now: float, opts: TopOptions) -> list[str]:
-    lease = age_text(s.lease_age(now)) if s.leases_read else "-"
+    lease = heartbeat_text(s, now)
     pods = s.fingerprint.result.value if s.fingerprint is not None else "-"
     status = ",".join(s.markers(now, opts.stale_after)) or OK
     policy = f"{s.policy}/{s.scope}" if s.topology else "-"
@@ -135,6 +135,9 @@ def status_dict(s: NodeStatus, now: float, stale_after: float | None = None) -> 
             "durationSeconds": s.lease.duration,
             "stale": s.lease_stale(now, stale_after),
         }
+    agent = None
+    if s.agent is not None:
+        agent = {"pod": s.agent.pod, "ready": s.agent.ready, "notReadySeconds": s.agent_unready_for(now)}
     fingerprint = None
     if s.fingerprint is not None:
         fingerprint = {k: v for k, v in s.fingerprint.to_dict().items() if k != "time"}
@@ -145,6 +148,7 @@ def status_dict(s: NodeStatus, now: float, stale_after: float | None = None) -> 
         "topologyManager": {"policy": s.policy, "scope": s.scope} if s.topology else None,
         "nrtAgeSeconds": s.nrt_age(now),
         "lease": lease,
+        "agent": agent,
         "fingerprint": fingerprint,
         "status": [m.value for m in markers] or [OK],
         "stale": s.is_stale(now, stale_after),

@@ -8,9 +8,10 @@ simply one more ``ADDED`` event.
 Each change bumps a store-wide ``generation`` and stamps the node with it (its ``revision``), so
 a reader can tell cheaply whether a node changed since it last looked, without comparing objects.
 
-The store also keeps the agents' heartbeats: the agent renews a ``coordination.k8s.io`` Lease
-named after its node (namespace :data:`~rte.model.attributes.HEARTBEAT_LEASE_NAMESPACE`) instead
-of rewriting the NRT, so "quiet node" and "dead agent" can be told apart without NRT churn.
+The store also keeps the agents' heartbeats, so "quiet node" and "dead agent" can be told apart
+without NRT churn: by default from the agent pods' readiness, which the kubelet writes only when
+it flips (:mod:`rte.consumer.agentpods`); optionally from a ``coordination.k8s.io`` Lease the
+agent renews, named after its node (namespace :data:`~rte.model.attributes.HEARTBEAT_LEASE_NAMESPACE`).
 """
 
 from __future__ import annotations
@@ -132,6 +133,18 @@ class NRTStore:
         with self._lock:
             if renew_time > self._heartbeats.get(node, float("-inf")):
                 self._heartbeats[node] = renew_time
+                self._beats.note(node)
+
+    def set_heartbeat(self, node: str, beat: float | None) -> None:
+        """Replace the node's heartbeat, backwards too (None: it has none): the agent pods' readiness
+        (:mod:`rte.consumer.agentpods`) can stop vouching, which a Lease renewal never does."""
+        with self._lock:
+            old = self._heartbeats.get(node)
+            if beat is None:
+                self._heartbeats.pop(node, None)
+            else:
+                self._heartbeats[node] = beat
+            if old != beat:
                 self._beats.note(node)
 
     def forget_heartbeat(self, node: str) -> None:

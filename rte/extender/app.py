@@ -137,6 +137,8 @@ class ExtenderApp:
                 self.store,
                 self.service,
                 heartbeat_namespace=self.settings.heartbeat_namespace or None,
+                heartbeat_source=self.settings.heartbeat_source,
+                agent_selector=self.settings.agent_selector,
             ).start()
             self.service.watch_status = self.feeds.status
         tls = ServerTls(self.settings.tls) if self.settings.tls is not None else None

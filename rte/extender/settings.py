@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rte.consumer.agentpods import DEFAULT_AGENT_SELECTOR, HeartbeatSource, parse_selector
 from rte.consumer.cache.config import (
     DEFAULT_PROFILE,
     CacheConfig,
@@ -155,12 +156,23 @@ class ExtenderOptions:
         default=(DEFAULT_PROFILE,), metadata=setting(LIST, flag="scheduler-profile", metavar="NAME")
     )
     """schedulerName whose pods are ours (others are foreign); repeatable."""
+    heartbeat_source: HeartbeatSource = field(
+        default=HeartbeatSource.AGENT_PODS, metadata=_enum(HeartbeatSource)
+    )
+    """How an agent says it still vouches for its NRT: its pod's readiness (no writes; the pods are
+    watched anyway) or the Lease it renews (rte run --lease-duration)."""
     lease_namespace: str = field(
         default=HEARTBEAT_LEASE_NAMESPACE, metadata=setting(STR, old_names=("heartbeat_namespace",))
     )
-    """Namespace of the agents' heartbeat Leases; empty: no Lease watch."""
+    """Namespace of the agents: their pods (--heartbeat-source agent-pods) or their heartbeat Leases;
+    empty: no heartbeats."""
+    agent_selector: str = field(
+        default=DEFAULT_AGENT_SELECTOR, metadata=setting(STR, check=parse_selector, metavar="K=V,...")
+    )
+    """Labels of the agent pods (equality only), for --heartbeat-source agent-pods."""
     stale_after: float = field(default=0.0, metadata=setting(DURATION, old_names=("heartbeat_max_age",)))
-    """A node whose agent Lease was renewed longer ago than this is stale; 0: off."""
+    """A node whose agent stopped vouching (pod not ready, Lease not renewed) longer ago than this
+    is stale; 0: off."""
     stale_action: StaleAction = field(default=StaleAction.IGNORE, metadata=_enum(StaleAction))
     """What a stale node becomes: ignore (reported only), treat-as-no-nrt or unschedulable."""
     stale_if_no_heartbeat: bool = field(default=False, metadata=setting(BOOL))
@@ -248,6 +260,8 @@ class ExtenderSettings:
     port: int = 8888
     kubeconfig: str | None = None
     heartbeat_namespace: str = HEARTBEAT_LEASE_NAMESPACE
+    heartbeat_source: HeartbeatSource = HeartbeatSource.AGENT_PODS
+    agent_selector: str = DEFAULT_AGENT_SELECTOR
     nrt_files: tuple[Path, ...] = ()
     compat: Compat = Compat.KUBELET
     max_request_body: int = DEFAULT_MAX_BODY
@@ -343,6 +357,8 @@ def resolve(options: ExtenderOptions) -> ExtenderSettings:
         port=port,
         kubeconfig=str(options.kubeconfig) if options.kubeconfig else None,
         heartbeat_namespace=options.lease_namespace.strip(),
+        heartbeat_source=options.heartbeat_source,
+        agent_selector=options.agent_selector,
         nrt_files=options.nrt_files,
         compat=options.compat,
         max_request_body=parse_size(options.max_request_body),

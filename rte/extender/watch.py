@@ -1,19 +1,22 @@
-"""What the extender watches through the Kubernetes client: NRTs, pods, and the agents' Leases.
+"""What the extender watches through the Kubernetes client: NRTs, pods, and the agents' heartbeats.
 
-:class:`ClusterFeeds` runs three :class:`~rte.runtime.reflector.Reflector` loops feeding the
+:class:`ClusterFeeds` runs :class:`~rte.runtime.reflector.Reflector` loops feeding the
 :class:`~rte.consumer.store.NRTStore` (NRTs, v1alpha2), the
-:class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the store's heartbeats
-(Leases in the agents' namespace).
+:class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the store's heartbeats:
+by default the agent pods' readiness, read off the same pod watch
+(:mod:`rte.consumer.agentpods`: no watch and no write more), or the Leases the agents renew.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
+from rte.consumer.agentpods import DEFAULT_AGENT_SELECTOR, AgentPods, HeartbeatSource, parse_selector
 from rte.consumer.nrtfile import CompactReader, list_page
 from rte.consumer.store import DELETED, NRTStore, heartbeat_from_lease
 from rte.errors import InputError
@@ -42,7 +45,10 @@ class ClusterFeeds:
         service: ExtenderService,
         *,
         heartbeat_namespace: str | None,
+        heartbeat_source: HeartbeatSource = HeartbeatSource.AGENT_PODS,
+        agent_selector: str = DEFAULT_AGENT_SELECTOR,
         watch_pods: bool = True,
+        clock: Callable[[], float] = time.time,
         **reflector_options: Any,
     ) -> None:
         self.store = store
@@ -65,18 +71,34 @@ class ClusterFeeds:
                 **reflector_options,
             )
         ]
+        self.agent_pods: AgentPods | None = None
+        if heartbeat_namespace and heartbeat_source is HeartbeatSource.AGENT_PODS:
+            selector = parse_selector(agent_selector, "--agent-selector")
+            self.agent_pods = AgentPods(heartbeat_namespace, selector, store.set_heartbeat, clock)
         if watch_pods:
             self.reflectors.append(
                 Reflector(
                     "pods",
                     raw_list_call(api_client, _ALL_PODS),
-                    on_list=service.replace_pods,
-                    on_event=service.on_pod_event,
+                    on_list=self._pod_list,
+                    on_event=self._pod_event,
+                    **reflector_options,
+                )
+            )
+        elif self.agent_pods is not None:
+            # No cluster-wide pod watch to read them off: the agents' pods alone, one per node.
+            agents = f"/api/v1/namespaces/{heartbeat_namespace}/pods"
+            self.reflectors.append(
+                Reflector(
+                    "agent-pods",
+                    raw_list_call(api_client, agents, [("labelSelector", agent_selector)]),
+                    on_list=self.agent_pods.replace,
+                    on_event=self.agent_pods.on_event,
                     **reflector_options,
                 )
             )
         service.pods_tracked = watch_pods
-        if heartbeat_namespace:
+        if heartbeat_namespace and heartbeat_source is HeartbeatSource.LEASE:
             leases = f"/apis/coordination.k8s.io/v1/namespaces/{heartbeat_namespace}/leases"
             self.reflectors.append(
                 Reflector(
@@ -146,6 +168,18 @@ class ClusterFeeds:
                 return
             # A malformed update: keep serving the last good version rather than none.
             raise
+
+    # --- pods: the service's index, and the agents' readiness --------------------------------
+
+    def _pod_list(self, items: list[Obj]) -> None:
+        self.service.replace_pods(items)
+        if self.agent_pods is not None:
+            self.agent_pods.replace(items)
+
+    def _pod_event(self, event_type: str, obj: Obj) -> None:
+        self.service.on_pod_event(event_type, obj)
+        if self.agent_pods is not None:
+            self.agent_pods.on_event(event_type, obj)
 
     # --- Leases --------------------------------------------------------------------------
 

@@ -205,9 +205,9 @@ def test_rbac_forbidden_is_one_line_naming_the_verb_and_the_resource(
     code, out, err = cli(live_kubeconfig, "worker-1")
     assert (code, out) == (1, "")
     assert err == f"rte: error: forbidden: cannot list pods (RBAC): {message}\n"
-    # --no-fingerprint reads no pods at all.
+    # --no-fingerprint reads no node's pods, and with no heartbeat namespace not the agents' either.
     fake_apiserver.faults.fail_next(1, 403, message=message, reason="Forbidden", resource="pods")
-    code, out, err = cli(live_kubeconfig, "worker-1", "--no-fingerprint")
+    code, out, err = cli(live_kubeconfig, "worker-1", "--no-fingerprint", "--lease-namespace", "")
     assert (code, err) == (0, "") and out.splitlines()[1].split()[-2:] == ["-", "OK"]
 
 

@@ -52,6 +52,42 @@ def test_a_lease_is_stale_past_its_own_duration_unless_a_threshold_is_given() ->
     assert a.lease_stale(T, 30.0)
 
 
+def agent_pod(node_name: str, ready: bool, since: datetime, name: str = "") -> dict:
+    return {
+        "metadata": {"namespace": "rte", "name": name or f"rte-agent-{node_name}"},
+        "spec": {"nodeName": node_name},
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": str(ready),
+                    "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            ]
+        },
+    }
+
+
+def test_an_agent_pod_stands_in_for_the_lease_and_not_ready_is_stale() -> None:
+    statuses = node_statuses(
+        [node("fine", {"cpu": 8}), node("blind", {"cpu": 8}), node("surge", {"cpu": 8})],
+        [nrt("fine", [ZONE]), nrt("blind", [ZONE]), nrt("surge", [ZONE])],
+        leases=[],
+        lease_namespace="rte",
+        agent_pods=[
+            agent_pod("fine", True, NOW - timedelta(hours=1)),
+            agent_pod("blind", False, NOW - timedelta(seconds=75)),
+            agent_pod("surge", False, NOW - timedelta(seconds=5), name="new"),
+            agent_pod("surge", True, NOW - timedelta(days=1), name="old"),
+        ],
+    )
+    fine, blind, surge = sorted(statuses, key=lambda s: ["fine", "blind", "surge"].index(s.name))
+    assert fine.markers(T) == [] and not fine.is_stale(T)
+    assert blind.markers(T) == [Marker.AGENT_NOT_READY] and blind.is_stale(T)
+    assert blind.agent_unready_for(T) == 75.0
+    assert surge.agent is not None and surge.agent.pod == "rte/old" and not surge.is_stale(T)
+
+
 def test_what_is_missing_is_marked_but_only_stale_data_counts_as_stale() -> None:
     statuses = node_statuses(
         [node("bare", {"cpu": 8}), node("quiet", {"cpu": 8})],

@@ -129,7 +129,7 @@ def extender_url(tmp_path: Path, api: FakeApiServer) -> Iterator[str]:
     log = tmp_path / "extender.log"
     argv = [sys.executable, "-m", "rte", "extender", "--listen", "127.0.0.1:0"]
     argv += ["--kubeconfig", str(api.write_kubeconfig(tmp_path / "extender-kubeconfig"))]
-    argv += ["--stale-after", "3s", "--stale-action", "unschedulable"]
+    argv += ["--heartbeat-source", "lease", "--stale-after", "3s", "--stale-action", "unschedulable"]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:

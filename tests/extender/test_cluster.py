@@ -26,9 +26,8 @@ APP = {"cpu": 4, "memory": 8 * GI}
 GROUP, VERSION, PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 
 
-@pytest.fixture
-def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[ExtenderApp]:
-    settings = extender_settings(
+def settings_for(fake_kubeconfig: Path, **more: str) -> Any:
+    return extender_settings(
         cache_resync_period="3600",  # OverReserve; the test triggers resyncs itself
         scheduler_profiles=[PROFILE],
         foreign_pods_detect="OnlyExclusiveResources",
@@ -36,7 +35,13 @@ def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[Extend
         stale_after="30",
         listen="127.0.0.1:0",
         kubeconfig=str(fake_kubeconfig),
+        **more,
     )
+
+
+@pytest.fixture
+def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[ExtenderApp]:
+    settings = settings_for(fake_kubeconfig)
     extender = ExtenderApp(settings, state_max_age=0).start()  # /state as of now
     try:
         yield extender
@@ -146,21 +151,58 @@ def test_a_pod_bound_through_the_api_is_reserved_and_a_matching_fingerprint_flus
 
 
 def test_agent_leases_give_heartbeat_ages(
-    core: Any, kube_api_client: Any, objects: Any, http: Client
+    fake_apiserver: FakeApiServer, fake_kubeconfig: Path, kube_api_client: Any
 ) -> None:
+    settings = settings_for(fake_kubeconfig, heartbeat_source="lease")
+    with ExtenderApp(settings, state_max_age=0) as extender:
+        assert extender.server is not None
+        http = Client(extender.server.url)
+        wait_for(lambda: http.get("/readyz")[0] == 200)
+        fake_apiserver.create_object(PLURAL, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
+        leases = client.CoordinationV1Api(kube_api_client)
+        renew = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        leases.create_namespaced_lease(
+            "rte", {"metadata": {"name": "solo"}, "spec": {"holderIdentity": "rte-agent", "renewTime": renew}}
+        )
+        age = wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is not None)
+        assert age
+        state = node_state(http, "solo")
+        assert 0 <= state["heartbeatAgeSeconds"] < 30
+        assert state["stale"] is False
+        assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "leases"}
+        leases.delete_namespaced_lease("solo", "rte")
+        wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is None)
+        http.close()
+
+
+AGENT_LABELS = {"app.kubernetes.io/name": "rte", "app.kubernetes.io/component": "node-agent"}
+
+
+def test_agent_pod_readiness_gives_heartbeats_from_the_pod_watch(
+    core: Any, objects: Any, http: Client, fake_apiserver: FakeApiServer
+) -> None:
+    """The default source: a ready agent pod vouches now (age 0); a pod not ready since a time
+    gives that time; no Lease is read, no watch added (the pods are watched anyway)."""
     publish(objects, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
-    leases = client.CoordinationV1Api(kube_api_client)
-    renew = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    leases.create_namespaced_lease(
-        "rte", {"metadata": {"name": "solo"}, "spec": {"holderIdentity": "rte-agent", "renewTime": renew}}
-    )
-    age = wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is not None)
-    assert age
-    state = node_state(http, "solo")
-    assert 0 <= state["heartbeatAgeSeconds"] < 30
-    assert state["stale"] is False
-    leases.delete_namespaced_lease("solo", "rte")
-    wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is None)
+    fake_apiserver.add_pod("agent-solo", namespace="rte", node_name="solo", labels=AGENT_LABELS)
+    # A pod never ready counts from its creation: fresh for the max age (30 s) still.
+    wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is not None)
+    assert node_state(http, "solo")["stale"] is False
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    core.patch_namespaced_pod("agent-solo", "rte", {"status": {"conditions": [ready]}})
+    wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") == 0)
+    # Not ready for a minute: older than the 30 s max age, stale.
+    since = datetime.fromtimestamp(time.time() - 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    unready = {"type": "Ready", "status": "False", "lastTransitionTime": since}
+    core.patch_namespaced_pod("agent-solo", "rte", {"status": {"conditions": [unready]}})
+    wait_for(lambda: node_state(http, "solo")["stale"] is True)
+    assert 55 < node_state(http, "solo")["heartbeatAgeSeconds"] < 120
+    # A pod of another namespace with the same labels is not an agent.
+    fake_apiserver.add_pod("impostor", namespace="default", node_name="solo", labels=AGENT_LABELS)
+    core.patch_namespaced_pod("impostor", "default", {"status": {"conditions": [ready]}})
+    time.sleep(0.3)
+    assert node_state(http, "solo")["stale"] is True
+    assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods"}
 
 
 def test_the_watches_survive_an_apiserver_outage_and_a_410(
@@ -179,7 +221,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     fake_apiserver.create_object(PLURAL, nrt("late", [{"cpu": 8, "memory": 16 * GI}], pods=[]))
     wait_for(lambda: store_cpu("late") == 8, timeout=10)  # resumed from its resourceVersion
     assert app.feeds.status()["nrt"]["lists"] == 1
-    assert fake_apiserver.wait_for_watches(3)
+    assert fake_apiserver.wait_for_watches(2)  # NRTs and pods (the agents' readiness is read off the pods)
     fake_apiserver.expire_watches()  # ERROR 410 on every watch: list again
     publish(objects, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
     wait_for(lambda: store_cpu("solo") == 4, timeout=10)
@@ -187,7 +229,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     _, state = http.get("/state")
     assert state["watches"]["nrt"]["failures"] >= 1
     assert state["watches"]["nrt"]["lastError"]  # the outage, as the watch saw it
-    assert set(state["watches"]) == {"nrt", "pods", "leases"}
+    assert set(state["watches"]) == {"nrt", "pods"}
 
 
 def test_readyz_says_why_while_the_nrt_list_keeps_failing(

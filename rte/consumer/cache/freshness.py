@@ -13,8 +13,10 @@ from rte.consumer.store import NRTStore
 
 
 def heartbeat_age(store: NRTStore, node: str, now: float) -> float | None:
+    """Seconds since the node's agent last vouched for its NRT; 0 while it vouches now (a ready agent
+    pod's heartbeat is ``+inf``, :mod:`rte.consumer.agentpods`); None: no heartbeat at all."""
     beat = store.heartbeat(node)
-    return None if beat is None else now - beat
+    return None if beat is None else max(0.0, now - beat)
 
 
 def is_stale(store: NRTStore, config: CacheConfig, node: str, now: float) -> bool:
