@@ -25,8 +25,8 @@ from pathlib import Path
 def _cycles(pods: int, tally: bool, cycles: int) -> None:
     """What runs under valgrind: the start, four cycles to warm up, then ``cycles`` cycles."""
     from bench.bench_cycle import _Answers, _Config
+    from rte.agent.compute.reading import PublishingRules
     from rte.agent.kubelet import SocketReader
-    from rte.agent.reading import PublishingRules
     from rte.agent.scanner import Scanner
     from rte.host.sysfs import read_machine
     from rte.model.vocabulary import FingerprintMethod, InformerMode

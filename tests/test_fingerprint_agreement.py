@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from rte.agent.accounting import Accounting
-from rte.agent.builder import build_topology
-from rte.agent.podset import PodGlob, fingerprint_pods
+from rte.agent.compute.accounting import Accounting
+from rte.agent.compute.builder import build_topology
+from rte.agent.compute.podset import PodGlob, fingerprint_pods
 from rte.consumer.cache.config import ResyncMethod
 from rte.consumer.cache.resync import CompareResult, compare
 from rte.model import fingerprint as fp

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rte import __version__
+from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.health import HealthServer
 from rte.agent.heartbeat import HeartbeatRunner
 from rte.agent.kubelet import open_reader
 from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
-from rte.agent.podset import PodGlob
 from rte.agent.printer import printer
-from rte.agent.reading import PublishingRules
 from rte.agent.rejections import Rejection
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address

@@ -6,7 +6,7 @@ against 0.1 ms to parse the protobuf), so each poll computes a digest of the res
 as received and, only when they changed, cuts them into each pod's bytes
 (:mod:`rte.podres.wire`) and decodes the pods it has not decoded before (kept in a small cache
 keyed by each pod's own bytes). The pods it has seen come back as the same objects, which is
-what lets :mod:`rte.agent.podtally` skip them. ``GetAllocatableResources``, re-read every few
+what lets :mod:`rte.agent.compute.podtally` skip them. ``GetAllocatableResources``, re-read every few
 seconds for device health, is decoded again only when its bytes changed too.
 
 A scenario directory (``rte run --podresources DIR``) is read through
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rte.agent.podtally import PodChange, identity_change
+from rte.agent.compute.podtally import PodChange, identity_change
 from rte.podres.types import AllocatableResources, PodResources
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 The node is read once through the daemon's own reader (:class:`rte.agent.scanner.Scanner`: sysfs,
 the kubelet config file, podresources over the socket or a scenario directory in the fixture
 layout, the checkpoint files under ``--kubelet-dir``) and the object is computed by the same
-:func:`rte.agent.compute.compute_topology`, so it is what ``rte run --once --no-publish`` prints
+:func:`rte.agent.compute.topology.compute_topology`, so it is what ``rte run --once --no-publish`` prints
 for the same inputs. Nothing is written anywhere; the reader's warnings are shown on stderr.
 
 Which kubelet: an explicit ``--podresources`` must answer (a regular file, another scheme or a
@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from rte.agent.compute import compute_topology
+from rte.agent.compute.reading import NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.agent.kubelet import (
     ONE_SHOT_BURST,
     ONE_SHOT_QPS,
@@ -32,7 +33,6 @@ from rte.agent.kubelet import (
     may_answer,
     open_reader,
 )
-from rte.agent.reading import NodeReading, PublishingRules
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner
 from rte.commands.render import render_table
 from rte.errors import ConfigError, UnavailableError

@@ -13,10 +13,10 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-from rte.agent.accounting import account
-from rte.agent.compute import compute_topology
+from rte.agent.compute.accounting import account
+from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, open_reader
-from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
 from rte.cli import main
 from rte.commands.dump import read_node
 from rte.host.kubelet_config import KubeletConfig

@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rte.agent.compute import compute_topology
+from rte.agent.compute.reading import PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.agent.kubelet import DirectoryReader
-from rte.agent.reading import PublishingRules
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scan, Scanner
 from rte.host.kubelet_state import CPU_MANAGER_STATE
 from rte.host.sysfs import read_machine

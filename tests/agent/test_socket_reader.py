@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.kubelet import SocketReader
-from rte.agent.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.errors import InputError
 from rte.host.kubelet_config import KubeletConfig

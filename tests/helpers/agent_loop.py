@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.kubelet import DirectoryReader, Listing
 from rte.agent.loop import Agent
 from rte.agent.metrics import AgentMetrics
-from rte.agent.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.agent.settings import AgentSettings, load_settings
 from rte.agent.status import AgentStatus

@@ -5,7 +5,7 @@ changed. Usually one pod changed among hundreds or thousands, yet accounting fro
 every one of them (about 10 µs each: 51-61 ms a cycle at 5000 pods, issue #13). A
 :class:`PodTally` keeps what each pod holds (:class:`PodFacts`, computed once per pod object)
 and the sums over all listed pods that the accounting rules read
-(:class:`~rte.agent.ledger.Held`); a new List adds the facts of the pods it has not seen and
+(:class:`~rte.agent.compute.ledger.Held`); a new List adds the facts of the pods it has not seen and
 subtracts those of the pods that are gone.
 
 Pods are known by identity: the socket reader hands out the same
@@ -18,7 +18,7 @@ Exactness: the rules only add, unite and test membership, so the sums give the n
 accounting from the pods gives. Findings need the pods themselves: while :attr:`PodTally.clean`
 is False (a pod listed twice, a CPU or device held by two pods, a finding about one pod alone)
 the accounting reads the pods, and so it does when a rule would note a finding about some
-pod's holding (:class:`~rte.agent.ledger.NeedsDetail`).
+pod's holding (:class:`~rte.agent.compute.ledger.NeedsDetail`).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rte.agent.cpu_accounting import listed_cpus
-from rte.agent.device_accounting import held_devices
-from rte.agent.ledger import Held
-from rte.agent.listcheck import pod_is_clean
-from rte.agent.memory_accounting import held_memory
-from rte.agent.podset import SpecVerdicts, has_exclusive_assignment
+from rte.agent.compute.cpu_accounting import listed_cpus
+from rte.agent.compute.device_accounting import held_devices
+from rte.agent.compute.ledger import Held
+from rte.agent.compute.listcheck import pod_is_clean
+from rte.agent.compute.memory_accounting import held_memory
+from rte.agent.compute.podset import SpecVerdicts, has_exclusive_assignment
 from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
