@@ -16,8 +16,8 @@ import pytest
 from rte.agent.compute.accounting import Accounting
 from rte.agent.compute.builder import build_topology
 from rte.agent.compute.podset import PodGlob, fingerprint_pods
-from rte.consumer.cache.config import ResyncMethod
 from rte.consumer.cache.resync import CompareResult, compare
+from rte.consumer.config import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import ResourceInfo, Zone

@@ -24,8 +24,8 @@ import threading
 from typing import Any
 
 from rte import __version__
-from rte.consumer.cache.config import CacheMode
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import CacheMode
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.extender.endpoint import LeaderEndpoint
 from rte.extender.leadership import Leadership

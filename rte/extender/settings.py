@@ -16,7 +16,7 @@ Options named after the reference plugin's arguments keep its defaults:
 | ``--informer-mode`` | ``cache.informerMode`` |
 | ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` |
 
-rte's additions (see :class:`~rte.consumer.cache.config.CacheConfig` for their meaning) are off
+rte's additions (see :class:`~rte.consumer.config.CacheConfig` for their meaning) are off
 or at the reference's behaviour by default, except ``--follow-clean-nodes``, which is on. The
 example deployment sets the values the reference README recommends (a 5 s period,
 ``OnlyExclusiveResources``).
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rte.consumer.cache.config import (
+from rte.consumer.config import (
     DEFAULT_PROFILE,
     CacheConfig,
     CacheSettings,

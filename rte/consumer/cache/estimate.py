@@ -2,7 +2,7 @@
 
 The view the reserve cache serves (:meth:`NodeState.served_view
 <rte.consumer.cache.nodestate.NodeState.served_view>`) never shows more than the kubelet has
-(:mod:`rte.consumer.cache.lowerbound`): a pod in flight is charged on *every* zone it may land on.
+(:mod:`rte.consumer.lowerbound`): a pod in flight is charged on *every* zone it may land on.
 That is what keeps Filter from causing a TopologyAffinityError, but it makes a node with a pod in
 flight look fuller on every zone than it will be, so Score ranks it lower than a scheduler that
 knows the kubelets would (the simulator's oracle, :mod:`rte.sim.oracle`), the cluster fills in
@@ -38,11 +38,11 @@ import threading
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.interface import Clock
 from rte.consumer.cache.predict import ZoneCharge, chosen_zone, estimated_charge
 from rte.consumer.cache.reservations import Reservation, subtract_placed
 from rte.consumer.changelog import ChangeLog
+from rte.consumer.config import CacheConfig
 from rte.consumer.numaview import NumaView, subtract_requests
 from rte.consumer.requests import shape_key
 from rte.consumer.store import NRTStore

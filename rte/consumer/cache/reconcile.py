@@ -64,11 +64,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from rte.consumer.cache import placement
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import compact
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
 from rte.consumer.cache.resync import expected_fingerprint, is_in_flight, is_relevant
+from rte.consumer.config import CacheConfig
 from rte.consumer.store import DELETED, MODIFIED
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, PodKey
