@@ -229,3 +229,18 @@ def test_the_circle_rule_sees_circles_between_modules_and_between_subpackages() 
         ["p.x", "p.y"]
     ]
     assert _circles({"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": set()}) == []
+
+
+_COMMAND = re.compile(r"^@[\w.]*\bcommand\(", re.MULTILINE)
+
+
+def test_every_command_is_defined_in_rte_commands() -> None:
+    """rte.cli only assembles groups; a command's options live beside the other commands'."""
+    commands = PACKAGE / "commands"
+    outside = [
+        path.relative_to(ROOT).as_posix()
+        for path in _modules()
+        if commands not in path.parents and _COMMAND.search(path.read_text(encoding="utf-8"))
+    ]
+    assert outside == []
+    assert _COMMAND.search('@main.command("fit")\n') and _COMMAND.search("@click.command(\n")
