@@ -19,45 +19,15 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from rte.agent.compute.podtally import PodChange, identity_change
-from rte.podres.types import AllocatableResources, PodResources
+from rte.podres.source import KubeletReader, Listing, PodChange, identity_change
+from rte.podres.types import AllocatableResources
 
 if TYPE_CHECKING:
     from rte.podres.client import PodResourcesClient
     from rte.podres.wire import Records
-
-
-@dataclass(frozen=True)
-class Listing:
-    """One List result and its digest (equal digests mean equal lists).
-
-    ``change``: how ``pods`` differ from the reader's previous List, by identity, when the
-    reader knows (:class:`SocketReader`); the pod tally then skips the pods that stayed.
-    """
-
-    digest: bytes
-    pods: tuple[PodResources, ...]
-    change: PodChange | None = field(default=None, compare=False, repr=False)
-
-
-class KubeletReader(Protocol):
-    """The kubelet as the agent loop uses it; errors as in :mod:`rte.podres.source`."""
-
-    endpoint: str
-
-    def wait_ready(self, timeout: float) -> None:
-        """Block until the kubelet answers (UnavailableError after ``timeout`` seconds)."""
-        ...
-
-    def list(self) -> Listing: ...
-
-    def get_allocatable(self) -> AllocatableResources: ...
-
-    def close(self) -> None: ...
 
 
 class SocketReader:

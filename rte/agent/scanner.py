@@ -40,7 +40,6 @@ from rte.agent.compute.accounting import Accounting
 from rte.agent.compute.podtally import PodTally
 from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.agent.compute.topology import compute_topology
-from rte.agent.kubelet import KubeletReader, Listing
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig, check_against_machine
 from rte.host.kubelet_config_files import load_kubelet_config
@@ -54,6 +53,7 @@ from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
+from rte.podres.source import KubeletReader, Listing
 from rte.podres.types import AllocatableResources
 
 log = logging.getLogger(__name__)

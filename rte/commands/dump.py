@@ -28,7 +28,6 @@ from rte.agent.compute.topology import compute_topology
 from rte.agent.kubelet import (
     ONE_SHOT_BURST,
     ONE_SHOT_QPS,
-    KubeletReader,
     endpoint_problem,
     may_answer,
     open_reader,
@@ -41,7 +40,7 @@ from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
-from rte.podres.source import DEFAULT_ENDPOINT
+from rte.podres.source import DEFAULT_ENDPOINT, KubeletReader
 
 DEFAULT_SYSFS = "/sys"
 KUBELET_TIMEOUT = 2.0

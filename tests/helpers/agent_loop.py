@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rte.agent.compute.reading import PublishingRules
-from rte.agent.kubelet import DirectoryReader, Listing
+from rte.agent.kubelet import DirectoryReader
 from rte.agent.loop import Agent
 from rte.agent.metrics import AgentMetrics
 from rte.agent.scanner import KubeletConfigCache, Scanner
@@ -27,6 +27,7 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
+from rte.podres.source import Listing
 from rte.podres.types import AllocatableResources
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS

@@ -24,7 +24,6 @@ pod's holding (:class:`~rte.agent.compute.ledger.NeedsDetail`).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -38,6 +37,7 @@ from rte.agent.compute.podset import SpecVerdicts, has_exclusive_assignment
 from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
+from rte.podres.source import PodChange, identity_change
 from rte.podres.types import PodResources
 
 MemoryKey = tuple[tuple[int, ...], str]
@@ -93,30 +93,6 @@ class _Sorted:
     def remove(self, facts: PodFacts) -> None:
         del self.keys[bisect_left(self.keys, facts.key)]
         del self.hashes[bisect_left(self.hashes, facts.hash)]
-
-
-@dataclass(frozen=True)
-class PodChange:
-    """How one List's pods differ from the previous one's, by identity (a reader that knows it
-    says so, and the tally then does no work for the pods that stayed).
-
-    ``gone`` and ``new`` are multisets: an object listed twice and then once is ``gone`` once.
-    """
-
-    before: Sequence[PodResources]
-    gone: Sequence[PodResources]
-    new: Sequence[PodResources]
-
-
-def identity_change(before: Sequence[PodResources], after: Sequence[PodResources]) -> PodChange:
-    """The change from ``before`` to ``after``, found by comparing every object's identity."""
-    old, now = Counter(map(id, before)), Counter(map(id, after))
-    objects = {id(p): p for p in (*before, *after)}
-    return PodChange(
-        before,
-        [objects[i] for i, n in (old - now).items() for _ in range(n)],
-        [objects[i] for i, n in (now - old).items() for _ in range(n)],
-    )
 
 
 class PodTally:
