@@ -35,12 +35,12 @@ from pathlib import Path
 
 from bench.timing import Row, median_command_seconds, median_seconds, python
 from rte.agent.compute.reading import PublishingRules
-from rte.agent.kubelet import SocketReader
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.host.kubelet_config import parse_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.client import PodResourcesClient
+from rte.podres.reader import SocketReader
 from rte.podres.v1 import api_pb2
 from rte.testing import fake_sysfs, scenarios
 from rte.testing.fake_kubelet import FakeKubelet

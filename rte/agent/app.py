@@ -21,7 +21,6 @@ from rte import __version__
 from rte.agent.compute.podset import PodGlob
 from rte.agent.compute.reading import PublishingRules
 from rte.agent.health import HealthServer
-from rte.agent.kubelet import open_reader
 from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
@@ -36,6 +35,7 @@ from rte.errors import RteError, UnavailableError
 from rte.host.kubelet_state import CPU_MANAGER_STATE, DRA_MANAGER_STATE, MEMORY_MANAGER_STATE
 from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
+from rte.podres.reader import open_reader
 
 log = logging.getLogger("rte.agent")
 

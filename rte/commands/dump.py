@@ -25,13 +25,6 @@ from typing import TextIO
 
 from rte.agent.compute.reading import NodeReading, PublishingRules
 from rte.agent.compute.topology import compute_topology
-from rte.agent.kubelet import (
-    ONE_SHOT_BURST,
-    ONE_SHOT_QPS,
-    endpoint_problem,
-    may_answer,
-    open_reader,
-)
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner
 from rte.commands.render import render_table
 from rte.errors import ConfigError, UnavailableError
@@ -40,6 +33,13 @@ from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
+from rte.podres.reader import (
+    ONE_SHOT_BURST,
+    ONE_SHOT_QPS,
+    endpoint_problem,
+    may_answer,
+    open_reader,
+)
 from rte.podres.source import DEFAULT_ENDPOINT, KubeletReader
 
 DEFAULT_SYSFS = "/sys"

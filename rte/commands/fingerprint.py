@@ -77,7 +77,7 @@ def kubelet_pods(endpoint: str, *, method: FingerprintMethod, timeout: float = 5
     exclusive resources to (see :mod:`rte.agent.compute.podset`).
     """
     from rte.agent.compute.podset import fingerprint_pods
-    from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, endpoint_problem, open_reader
+    from rte.podres.reader import ONE_SHOT_BURST, ONE_SHOT_QPS, endpoint_problem, open_reader
 
     problem = endpoint_problem(endpoint)
     if problem:

@@ -48,7 +48,7 @@ def target_of(endpoint: str) -> str:
 
 class PodResourcesClient:
     """The podresources v1 calls over the kubelet socket (behind
-    :class:`~rte.agent.kubelet.SocketReader`, the kubelet reader the agent uses).
+    :class:`~rte.podres.reader.SocketReader`, the kubelet reader the agent uses).
 
     ``endpoint`` is a gRPC target (``unix:///var/lib/kubelet/pod-resources/kubelet.sock``) or a
     socket path. ``timeout`` bounds each call. ``qps``/``burst`` feed a client-side token bucket

@@ -32,7 +32,7 @@ SUFFIXES: dict[Encoding, str] = {
 
 class PodResourcesFiles:
     """The podresources calls over a scenario directory (behind
-    :class:`~rte.agent.kubelet.DirectoryReader`, the kubelet reader the agent uses).
+    :class:`~rte.podres.reader.DirectoryReader`, the kubelet reader the agent uses).
 
     ``encoding`` restricts reading to one file kind; by default the first present one is used.
     """

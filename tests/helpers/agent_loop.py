@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rte.agent.compute.reading import PublishingRules
-from rte.agent.kubelet import DirectoryReader
 from rte.agent.loop import Agent
 from rte.agent.metrics import AgentMetrics
 from rte.agent.scanner import KubeletConfigCache, Scanner
@@ -27,6 +26,7 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
+from rte.podres.reader import DirectoryReader
 from rte.podres.source import Listing
 from rte.podres.types import AllocatableResources
 from tests.helpers.clock import FakeClock

@@ -11,10 +11,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rte.agent.kubelet import SocketReader
 from rte.errors import InputError, NotSupportedError, UnavailableError
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles
+from rte.podres.reader import SocketReader
 from rte.podres.source import KubeletReader
 from rte.podres.types import Device
 from rte.podres.v1 import api_pb2, api_pb2_grpc

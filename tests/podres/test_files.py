@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rte.agent.kubelet import DirectoryReader
 from rte.errors import InputError, NotSupportedError
 from rte.podres.files import PodResourcesFiles
+from rte.podres.reader import DirectoryReader
 from rte.podres.source import KubeletReader
 from tests.helpers.paths import R640_STATIC
 

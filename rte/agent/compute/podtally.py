@@ -10,7 +10,7 @@ subtracts those of the pods that are gone.
 
 Pods are known by identity: the socket reader hands out the same
 :class:`~rte.podres.types.PodResources` object for a pod whose bytes did not change
-(:class:`rte.agent.kubelet.SocketReader`), and the tally holds a reference to every pod it
+(:class:`rte.podres.reader.SocketReader`), and the tally holds a reference to every pod it
 counts, so no id is reused while counted. A reader that builds new objects every time (a
 scenario directory) pays a full pass, as before, with the same result.
 

@@ -1,4 +1,4 @@
-"""What the agent reads from the kubelet: a cheap List poll, plus allocatable on demand.
+"""The kubelet readers: a cheap List poll, plus allocatable on demand (rte.podres.source).
 
 The podresources API has no Watch, so the agent polls List a few times a second. At that rate
 the cost of turning the response into :mod:`rte.podres.types` matters (about 7 ms for 250 pods
