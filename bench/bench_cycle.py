@@ -6,7 +6,7 @@ Figures (medians, target <= 5 ms for the full cycle):
 
 * ``cold``: a new reader every time, so all 250 pods are decoded (the first cycle after start);
 * ``one pod changed``: the usual reactive cycle, only the changed pod is decoded and accounted
-  again (:mod:`rte.agent.podtally`); the fake kubelet's own work to change its list is not
+  again (:mod:`rte.agent.compute.podtally`); the fake kubelet's own work to change its list is not
   timed. Its baseline, measured alternately in the same process: the same cycle by a scanner
   without the pod tally, which accounts every pod again;
 * ``poll, unchanged``: what the agent pays twice a second at steady state (List and a digest).
@@ -34,13 +34,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.timing import Row, median_command_seconds, median_seconds, python
-from rte.agent.kubelet import SocketReader
-from rte.agent.reading import PublishingRules
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.host.kubelet_config import parse_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.podres.client import PodResourcesClient
+from rte.podres.reader import SocketReader
 from rte.podres.v1 import api_pb2
 from rte.testing import fake_sysfs, scenarios
 from rte.testing.fake_kubelet import FakeKubelet

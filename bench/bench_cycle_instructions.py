@@ -25,11 +25,11 @@ from pathlib import Path
 def _cycles(pods: int, tally: bool, cycles: int) -> None:
     """What runs under valgrind: the start, four cycles to warm up, then ``cycles`` cycles."""
     from bench.bench_cycle import _Answers, _Config
-    from rte.agent.kubelet import SocketReader
-    from rte.agent.reading import PublishingRules
+    from rte.agent.compute.reading import PublishingRules
     from rte.agent.scanner import Scanner
     from rte.host.sysfs import read_machine
     from rte.model.vocabulary import FingerprintMethod, InformerMode
+    from rte.podres.reader import SocketReader
     from rte.testing import fake_sysfs, scenarios
 
     scenario = scenarios.synthetic(numa_ids=scenarios.LARGE_NODE_NUMA_IDS, cpus=384, pods=pods, devices=64)

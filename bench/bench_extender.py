@@ -24,8 +24,8 @@ from typing import Any
 import orjson
 
 from bench.timing import Row, median_seconds
-from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import CacheConfig, CacheMode, CacheSettings
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import NRTStore
 from rte.extender.server import ExtenderServer

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from rte.agent.accounting import Accounting
-from rte.agent.builder import build_topology
-from rte.agent.podset import PodGlob, fingerprint_pods
-from rte.consumer.cache.config import ResyncMethod
+from rte.agent.compute.accounting import Accounting
+from rte.agent.compute.builder import build_topology
+from rte.agent.compute.podset import PodGlob, fingerprint_pods
 from rte.consumer.cache.resync import CompareResult, compare
+from rte.consumer.config import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import ResourceInfo, Zone

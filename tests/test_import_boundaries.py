@@ -62,7 +62,11 @@ def _loaded_after_importing(modules: list[str]) -> list[str]:
             EDGES,
         ),
         # The agent stays light: none of its dependencies may drag NumPy in either.
-        (rte.agent, {"rte.agent.loop", "rte.agent.publisher", "rte.agent.podwatch"}, ("numpy", "matplotlib")),
+        (
+            rte.agent,
+            {"rte.agent.loop", "rte.agent.publish.publisher", "rte.agent.watch.podwatch"},
+            ("numpy", "matplotlib"),
+        ),
         # The daemons' plumbing sits below them and loads the Kubernetes client only on demand.
         (rte.runtime, {"rte.runtime.ratelimit", "rte.runtime.reflector"}, (*ABOVE_RUNTIME, "kubernetes")),
         # The cluster views are a front end of the consumer: no agent side; the client on demand.

@@ -1,5 +1,5 @@
 """Rules the source of ``rte/`` keeps: one definition per public name, modules of one screenful,
-and citations a reader of this repository can follow.
+citations a reader of this repository can follow, and no import circle.
 
 All read the source text; nothing is imported.
 """
@@ -142,3 +142,105 @@ def test_the_citation_rule_tells_followable_citations_from_the_others() -> None:
     assert _bad_citations("fingerprint.md §7.4") == ["fingerprint.md §", "fingerprint.md"]
     assert _bad_citations("seed 003's idea") == ["seed 003"]
     assert _bad_citations("see docs/missing.md") == ["docs/missing.md"]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(name: str, is_package: bool, tree: ast.Module, known: set[str]) -> set[str]:
+    """The rte modules ``tree`` (module ``name``) imports, anywhere in it: at the top, in a
+    function, under ``TYPE_CHECKING`` (a circle through annotations is still one to a reader)."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {m for m in found if m in known}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in _modules()}
+    known = {_module_name(path) for path in trees}
+    return {
+        _module_name(path): _imported(_module_name(path), path.name == "__init__.py", tree, known)
+        for path, tree in trees.items()
+    }
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """For every package, the circles among its direct children (modules and subpackages, a
+    child standing for everything inside it): one per strongly connected group. A circle of
+    modules always shows as one of these, at the package holding all of them."""
+    packages = {".".join(m.split(".")[:n]) for m in graph for n in range(1, m.count(".") + 1)}
+    circles: list[list[str]] = []
+    for package in sorted(packages):
+        prefix = package + "."
+
+        def child(module: str, prefix: str = prefix) -> str | None:
+            return prefix + module[len(prefix) :].split(".")[0] if module.startswith(prefix) else None
+
+        edges: dict[str, set[str]] = defaultdict(set)
+        for source, targets in graph.items():
+            if (a := child(source)) is not None:
+                edges[a].update(b for t in targets if (b := child(t)) is not None and b != a)
+        reach: dict[str, set[str]] = {}
+        for start in list(edges):
+            seen, todo = set(), [start]
+            while todo:
+                for nxt in edges.get(todo.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
+            reach[start] = seen
+        done: set[str] = set()
+        for a in sorted(reach):
+            group = sorted(b for b in reach if a in reach[b] and b in reach[a])
+            if group and a not in done:
+                done.update(group)
+                circles.append(group)
+    return circles
+
+
+def test_no_import_circle_anywhere_in_rte() -> None:
+    """Each package's children import one another in one direction only, so a walk through the
+    code goes down and never comes back to a room it left (docs/architecture.md)."""
+    assert _circles(_import_graph()) == []
+
+
+def test_the_circle_rule_sees_circles_between_modules_and_between_subpackages() -> None:
+    relative = ast.parse("from . import b\nfrom .c import x\nif T:\n    from rte.p.q import d\n")
+    assert _imported("rte.p.a", False, relative, {"rte.p.b", "rte.p.c", "rte.p.q.d"}) == {
+        "rte.p.b",
+        "rte.p.c",
+        "rte.p.q.d",
+    }
+    assert _circles({"p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": {"p.a"}}) == [["p.a", "p.b"]]
+    # Two subpackages leaning on each other through different modules: a circle at p.
+    assert _circles({"p.x.a": {"p.y.b"}, "p.y.b": set(), "p.y.c": {"p.x.d"}, "p.x.d": set()}) == [
+        ["p.x", "p.y"]
+    ]
+    assert _circles({"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": set()}) == []
+
+
+_COMMAND = re.compile(r"^@[\w.]*\bcommand\(", re.MULTILINE)
+
+
+def test_every_command_is_defined_in_rte_commands() -> None:
+    """rte.cli only assembles groups; a command's options live beside the other commands'."""
+    commands = PACKAGE / "commands"
+    outside = [
+        path.relative_to(ROOT).as_posix()
+        for path in _modules()
+        if commands not in path.parents and _COMMAND.search(path.read_text(encoding="utf-8"))
+    ]
+    assert outside == []
+    assert _COMMAND.search('@main.command("fit")\n') and _COMMAND.search("@click.command(\n")

@@ -1,20 +1,18 @@
-"""The node agent: ``rte run`` (and, for one cycle without writing, ``rte dump``).
+"""The node agent: ``rte run`` (and, for one cycle without writing, ``rte dump``), in rooms that
+call only downwards (docs/architecture.md; a layers contract in ``pyproject.toml``):
 
-What one cycle does, and where:
+* :mod:`.app` builds the parts from :mod:`.settings`, starts and stops them;
+* :mod:`.publish` writes the NRT only when it changed (publisher, merge patch, retries, the
+  optional heartbeat Lease, the printer of ``rte dump``) and :mod:`.watch` turns files, pods and
+  admission rejections into triggers, with :mod:`.health` (/healthz, /readyz, /metrics),
+  :mod:`.load` and :mod:`.logs` beside them;
+* :mod:`.loop`, the agent loop: one coalesced cycle at a time;
+* :mod:`.scanner`, one node reading (sysfs through :mod:`rte.host`, the kubelet through
+  :mod:`rte.podres.reader`), with :mod:`.settings`, :mod:`.metrics`, :mod:`.status` and
+  :mod:`.pacing`;
+* :mod:`.compute`, the pure core: a reading in, a NodeTopology out (per-zone accounting, the
+  attributes, the pod-set fingerprint).
 
-* **read** the node (:mod:`rte.agent.scanner`, :mod:`rte.agent.reading`): sysfs through
-  :mod:`rte.host`, the kubelet's podresources through :mod:`rte.podres`, its config and
-  checkpoint files; :mod:`rte.agent.kubelet` opens the endpoint;
-* **compute** the object (:mod:`rte.agent.compute`, a pure pipeline): per-zone accounting
-  (:mod:`rte.agent.accounting` and its cpu/memory/device parts), the attributes and the pod-set
-  fingerprint (:mod:`rte.agent.builder`, :mod:`rte.agent.podset`);
-* **publish** it only when it changed (:mod:`rte.agent.publisher`, :mod:`rte.agent.nrtpatch`,
-  paced by :mod:`rte.agent.pacing`), and renew the node's Lease (:mod:`rte.agent.heartbeat`).
-
-:mod:`rte.agent.loop` turns triggers (polling, inotify :mod:`rte.agent.watch`, the pod watch
-:mod:`rte.agent.podwatch`, admission rejections) into one coalesced cycle at a time;
-:mod:`rte.agent.app` wires it all from :mod:`rte.agent.settings`; :mod:`rte.agent.health` and
-:mod:`rte.agent.metrics` serve /healthz, /readyz and /metrics. The agent never imports the
-consumer, NumPy or matplotlib (import-linter, ``pyproject.toml``). User documentation:
+The agent never imports the consumer, NumPy or matplotlib (import-linter). User documentation:
 docs/agent.md.
 """

@@ -18,24 +18,24 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rte import __version__
+from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.health import HealthServer
-from rte.agent.heartbeat import HeartbeatRunner
-from rte.agent.kubelet import open_reader
 from rte.agent.loop import Agent, PodSnapshots, Publishing, interruptible_sleep
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
-from rte.agent.podset import PodGlob
-from rte.agent.printer import printer
-from rte.agent.reading import PublishingRules
-from rte.agent.rejections import Rejection
+from rte.agent.publish.heartbeat import HeartbeatRunner
+from rte.agent.publish.printer import printer
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner, ZoneAttributes
 from rte.agent.settings import AgentSettings, parse_address
 from rte.agent.status import AgentStatus
-from rte.agent.watch import FileWatcher, WatchSpec
+from rte.agent.watch.files import FileWatcher, WatchSpec
+from rte.agent.watch.rejections import Rejection
 from rte.errors import RteError, UnavailableError
 from rte.host.kubelet_state import CPU_MANAGER_STATE, DRA_MANAGER_STATE, MEMORY_MANAGER_STATE
 from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
+from rte.podres.reader import open_reader
 
 log = logging.getLogger("rte.agent")
 
@@ -138,9 +138,9 @@ class _Cluster:
         from rte.runtime.kubeimport import kubernetes_parts_on_demand
 
         kubernetes_parts_on_demand()  # before the first kubernetes import: 3.8 MiB less resident
-        from rte.agent.heartbeat import Heartbeat
-        from rte.agent.podwatch import NodePodWatch
-        from rte.agent.publisher import Publisher
+        from rte.agent.publish.heartbeat import Heartbeat
+        from rte.agent.publish.publisher import Publisher
+        from rte.agent.watch.podwatch import NodePodWatch
         from rte.runtime.kubeclient import AGENT_SOURCES, load_api_client
 
         s = settings

@@ -7,7 +7,7 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
   This is how pod changes propagate, within about ``poll_interval + debounce``, without any
   external hook; an unchanged List costs one local gRPC call and a digest, nothing more;
 * ``pods``: the watch of the pods bound to this node changed (fingerprint spec rule);
-* ``notify``, ``kubelet-state``, ``device-plugins``: file triggers (:mod:`rte.agent.watch`);
+* ``notify``, ``kubelet-state``, ``device-plugins``: file triggers (:mod:`rte.agent.watch.files`);
   ``device-plugins`` also makes the next cycle re-read GetAllocatableResources;
 * ``allocatable``: the periodic re-read of GetAllocatableResources (``allocatable_refresh``,
   seconds: the kubelet drops unhealthy devices from it, and no file tells of that) found a
@@ -15,7 +15,7 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``kubelet-recovered``: the kubelet answers again after failing (it may have restarted with new
   allocatable resources, so that is re-read too, and the stored NRT is re-read as on a resync);
 * ``admission-error``: the kubelet refused a pod of this node at admission over alignment
-  (:mod:`rte.agent.rejections`): the scheduler's view was wrong, so allocatable, the List and
+  (:mod:`rte.agent.watch.rejections`): the scheduler's view was wrong, so allocatable, the List and
   the stored NRT are all read again at once;
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
   NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
@@ -75,7 +75,7 @@ _REREAD_ALLOCATABLE = frozenset({"device-plugins", "admission-error"})
 
 
 class Publishing(Protocol):
-    """What the loop needs of :class:`rte.agent.publisher.Publisher`."""
+    """What the loop needs of :class:`rte.agent.publish.publisher.Publisher`."""
 
     def crd_ready(self) -> bool: ...
 
@@ -85,7 +85,7 @@ class Publishing(Protocol):
 
 
 class PodSnapshots(Protocol):
-    """What the loop needs of :class:`rte.agent.podwatch.NodePodWatch`."""
+    """What the loop needs of :class:`rte.agent.watch.podwatch.NodePodWatch`."""
 
     def synced(self) -> bool: ...
 

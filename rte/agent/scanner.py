@@ -1,4 +1,4 @@
-"""The agent's reading side: a :class:`~rte.agent.reading.NodeReading` per cycle, with the state
+"""The agent's reading side: a :class:`~rte.agent.compute.reading.NodeReading` per cycle, with the state
 that lives across cycles.
 
 * the machine (sysfs) is read by the first scan and again when the loop asks (its resync:
@@ -36,11 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from rte.agent.accounting import Accounting
-from rte.agent.compute import compute_topology
-from rte.agent.kubelet import KubeletReader, Listing
-from rte.agent.podtally import PodTally
-from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.accounting import Accounting
+from rte.agent.compute.podtally import PodTally
+from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
 from rte.host.kubelet_config import KubeletConfig, check_against_machine
 from rte.host.kubelet_config_files import load_kubelet_config
@@ -54,6 +53,7 @@ from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
+from rte.podres.source import KubeletReader, Listing
 from rte.podres.types import AllocatableResources
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class Scan:
     ``kubelet_heard``: the scan made a kubelet call that answered (False when it reused the poll's
     List). ``machine_problem``: why the last sysfs read failed, while the last good machine model
     stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
-    cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute`): the object is
+    cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute.topology`): the object is
     then capped at the last consistent state, and the loop turns this into a readiness reason.
     """
 
@@ -138,7 +138,7 @@ class _WatchedFile(Generic[T]):
 class CheckpointFiles:
     """The kubelet's resource manager checkpoints under its root dir, each re-read on change.
 
-    Optional truth (see :class:`~rte.agent.reading.Checkpoints`): a file that is absent (not
+    Optional truth (see :class:`~rte.agent.compute.reading.Checkpoints`): a file that is absent (not
     mounted, no static policy) or unreadable is None, and accounting relies on podresources.
     """
 
@@ -185,11 +185,11 @@ class KubeletConfigCache:
 
 
 class Scanner:
-    """Reads the node into a :class:`~rte.agent.reading.NodeReading`; used by the loop thread only.
+    """Reads the node into a :class:`~rte.agent.compute.reading.NodeReading`; used by the loop thread only.
 
     ``reader`` None: there is no kubelet to ask (``rte dump`` when nothing answers); readings then
     hold the machine and the kubelet config only. ``pod_tally`` False: no running sums over the
-    pods (:mod:`rte.agent.podtally`), each scan accounts every pod (same result, slower).
+    pods (:mod:`rte.agent.compute.podtally`), each scan accounts every pod (same result, slower).
     """
 
     def __init__(

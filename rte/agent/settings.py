@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rte.agent.kubelet import endpoint_problem
 from rte.durations import format_duration
 from rte.errors import SettingError
 from rte.model.names import object_name_problem
 from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.podres.reader import endpoint_problem
 from rte.settings.loader import load, located, render_settings
 from rte.settings.schema import (
     BOOL,

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from rte.cluster.reader import ClusterReader
 from rte.cluster.status import NodeStatus, node_statuses
 from rte.consumer.agentpods import DEFAULT_AGENT_SELECTOR
-from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.config import ResyncMethod
 from rte.errors import InputError
 from rte.model.vocabulary import InformerMode
 

@@ -27,8 +27,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from rte.consumer.agentpods import agent_pod_state
-from rte.consumer.cache.config import ResyncMethod
 from rte.consumer.cache.resync import CompareResult, Comparison, compare
+from rte.consumer.config import ResyncMethod
 from rte.consumer.store import heartbeat_from_lease, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.errors import InputError

@@ -3,8 +3,8 @@
 The node is read once through the daemon's own reader (:class:`rte.agent.scanner.Scanner`: sysfs,
 the kubelet config file, podresources over the socket or a scenario directory in the fixture
 layout, the checkpoint files under ``--kubelet-root``) and the object is computed by the same
-:func:`rte.agent.compute.compute_topology`, so it is what ``rte run --once --no-publish`` prints
-for the same inputs. Nothing is written anywhere; the reader's warnings are shown on stderr.
+:func:`rte.agent.compute.topology.compute_topology`, so it is what ``rte run --once --no-publish``
+prints for the same inputs. Nothing is written anywhere; the reader's warnings are shown on stderr.
 
 Which kubelet: an explicit ``--podresources`` must answer (a regular file, another scheme or a
 missing path is bad input, exit 2; a kubelet that does not answer is exit 1). Without it, the
@@ -23,16 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from rte.agent.compute import compute_topology
-from rte.agent.kubelet import (
-    ONE_SHOT_BURST,
-    ONE_SHOT_QPS,
-    KubeletReader,
-    endpoint_problem,
-    may_answer,
-    open_reader,
-)
-from rte.agent.reading import NodeReading, PublishingRules
+from rte.agent.compute.reading import NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scanner
 from rte.commands.render import render_table
 from rte.errors import ConfigError, UnavailableError
@@ -41,7 +33,14 @@ from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
-from rte.podres.source import DEFAULT_ENDPOINT
+from rte.podres.reader import (
+    ONE_SHOT_BURST,
+    ONE_SHOT_QPS,
+    endpoint_problem,
+    may_answer,
+    open_reader,
+)
+from rte.podres.source import DEFAULT_ENDPOINT, KubeletReader
 
 DEFAULT_SYSFS = "/sys"
 KUBELET_TIMEOUT = 2.0

@@ -27,7 +27,7 @@ from rte.cluster.snapshot import read_statuses
 from rte.cluster.status import NodeStatus
 from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text
 from rte.consumer.api import Decision, NodeCandidate, evaluate
-from rte.consumer.cache.config import DEFAULT_PROFILE
+from rte.consumer.config import DEFAULT_PROFILE
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import prepare_pod
 from rte.errors import InputError

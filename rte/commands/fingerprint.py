@@ -74,10 +74,10 @@ def kubelet_pods(endpoint: str, *, method: FingerprintMethod, timeout: float = 5
     """The pods a live kubelet (or a scenario directory) lists that ``method`` counts.
 
     Without pod specs, ``with-exclusive-resources`` counts the pods the kubelet assigned
-    exclusive resources to (see :mod:`rte.agent.podset`).
+    exclusive resources to (see :mod:`rte.agent.compute.podset`).
     """
-    from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, endpoint_problem, open_reader
-    from rte.agent.podset import fingerprint_pods
+    from rte.agent.compute.podset import fingerprint_pods
+    from rte.podres.reader import ONE_SHOT_BURST, ONE_SHOT_QPS, endpoint_problem, open_reader
 
     problem = endpoint_problem(endpoint)
     if problem:

@@ -26,7 +26,7 @@ from rte.cluster.reader import ClusterReader
 from rte.cluster.snapshot import read_statuses
 from rte.cluster.status import OK, NodeStatus
 from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text, is_bytes
-from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.config import ResyncMethod
 from rte.errors import InputError, RteError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 from rte.model.quantity import quantity_text

@@ -17,7 +17,7 @@ from rte.commands.errors import reports_errors
 from rte.commands.kubeflags import KubeFlags, kube_options
 from rte.commands.renamed import former_flag
 
-# The scheduler plugin's spellings (rte.model.vocabulary, rte.consumer.cache.config), any case.
+# The scheduler plugin's spellings (rte.model.vocabulary, rte.consumer.config), any case.
 _INFORMER_MODES = ("Dedicated", "Shared")
 _RESYNC_METHODS = ("Autodetect", "All", "OnlyExclusiveResources")
 
@@ -122,7 +122,7 @@ def top_cmd(
     trust yet; NoLease, NoFingerprint, NoNRT and NoNode say what is missing.
     """
     from rte.commands.top import TopOptions, top
-    from rte.consumer.cache.config import ResyncMethod
+    from rte.consumer.config import ResyncMethod
     from rte.model.vocabulary import InformerMode
 
     opts = TopOptions(
@@ -196,7 +196,7 @@ def explain_cmd(
     NUMA zone lacks, and whether the pod's scheduler reads NRTs at all.
     """
     from rte.commands.explain import explain
-    from rte.consumer.cache.config import DEFAULT_PROFILE
+    from rte.consumer.config import DEFAULT_PROFILE
 
     namespace = "default" if "/" in pod else kube.default_namespace()
     reader = kube.reader_factory()(None)

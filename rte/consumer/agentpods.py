@@ -35,6 +35,7 @@ from enum import StrEnum
 from typing import Any
 
 from rte.errors import InputError
+from rte.model.pod import PodKey
 
 
 class HeartbeatSource(StrEnum):
@@ -116,10 +117,6 @@ def agent_pod_state(obj: Mapping[str, Any], source: str = "agent pod") -> AgentP
     return AgentPodState(node, False, created)
 
 
-Key = tuple[str, str]
-"""An agent pod's namespace and name."""
-
-
 class AgentPods:
     """The agent pods seen, per node, and the heartbeat each node gets from them.
 
@@ -138,7 +135,7 @@ class AgentPods:
         self.selector = dict(selector)
         self._publish = publish
         self._clock = clock
-        self._pods: dict[Key, AgentPodState] = {}
+        self._pods: dict[PodKey, AgentPodState] = {}
         self._gone: dict[str, float] = {}
         """Nodes whose last agent pod was deleted, and when: they stay stale-able, not unknown."""
         self._beats: dict[str, float | None] = {}
@@ -189,7 +186,7 @@ class AgentPods:
         """The node's heartbeat as published (see the module's docstring)."""
         return self._beats.get(node)
 
-    def _delete(self, key: Key) -> None:
+    def _delete(self, key: PodKey) -> None:
         old = self._pods.pop(key, None)
         if old is not None:
             self._gone[old.node] = self._clock()
@@ -212,7 +209,7 @@ class AgentPods:
             self._publish(node, beat)
 
 
-def _key(obj: Mapping[str, Any]) -> Key | None:
+def _key(obj: Mapping[str, Any]) -> PodKey | None:
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping):
         return None

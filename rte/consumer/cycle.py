@@ -35,8 +35,8 @@ from typing import TypeGuard
 
 import numpy as np
 
-from rte.consumer.cache.config import LoadAwareConfig, LoadMode
 from rte.consumer.cache.interface import Lookup, NRTCache, ScoreViewsCache, implements
+from rte.consumer.config import LoadAwareConfig, LoadMode
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.mirror import is_batched, mirror_of

@@ -39,7 +39,7 @@ from bisect import bisect_left
 from collections.abc import Collection
 from typing import cast
 
-from rte.consumer.cache.lowerbound import admitted_on_any_larger, is_lower_bound
+from rte.consumer.lowerbound import admitted_on_any_larger, is_lower_bound
 from rte.consumer.numaview import NumaView, Thresholds
 from rte.consumer.requests import PreparedPod, kubelet_units, units_key
 from rte.consumer.verdict import FilterCode, FilterResult
@@ -122,7 +122,7 @@ def admitted_on(prep: PreparedPod, view: NumaView) -> FilterResult:
         result = fast_verdict(prep, view, units[0])
     if result is None:
         node = node_of(view)
-        # A reserve cache's view only bounds the kubelet from below (rte.consumer.cache.lowerbound).
+        # A reserve cache's view only bounds the kubelet from below (rte.consumer.lowerbound).
         result = result_of(
             admitted_on_any_larger(node, units) if is_lower_bound(view) else admit_pod(node, units), view
         )

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from rte.consumer.cache.config import LoadAwareConfig, LoadMode
+from rte.consumer.config import LoadAwareConfig, LoadMode
 from rte.consumer.numaview import NumaView
 from rte.model.topology import NodeTopology, Zone, zone_name
 

@@ -21,16 +21,17 @@ import importlib
 import logging
 import socket
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from rte import __version__
-from rte.consumer.cache.config import CacheMode
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import CacheMode
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.extender.endpoint import LeaderEndpoint
 from rte.extender.leadership import Leadership
 from rte.extender.server import STATE_MAX_AGE, ExtenderServer
-from rte.extender.service import ExtenderService
+from rte.extender.service import ExtenderService, Gates
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.heap import release_free_heap
 from rte.runtime.kubeclient import Source, load_api_client
@@ -74,11 +75,12 @@ class _Resyncer:
                 self.service.resync()
             except Exception:  # a bug must not stop future resyncs
                 log.exception("cache resync failed")
-            if self.service.first_resync is not None and not self.service.first_resync.is_set():
+            first = self.service.gates.first_resync
+            if first is not None and not first.is_set():
                 # The first pass built every node's state and view: what the lists and the
                 # warm-up freed stays resident among them unless given back (rte.runtime.heap).
                 release_free_heap()
-                self.service.first_resync.set()  # ready from now on (a failed pass too: it logged)
+                first.set()  # ready from now on (a failed pass too: it logged)
             self._stop.wait(self.period)
 
 
@@ -91,6 +93,30 @@ class ExtenderApp:
         self.settings = settings
         self.store = NRTStore()
         self.cache = make_cache(settings.cache, self.store)
+        self._api_client = api_client
+        self._state_max_age = state_max_age
+        self.feeds: Any = None
+        self.server: ExtenderServer | None = None
+        self.probe_server: ExtenderServer | None = None
+        self._resyncer: _Resyncer | None = None
+        # Everything readiness and serving wait for is known now, so the service is made with
+        # its gates; the leader election is made here and started once the HTTP port is bound.
+        self.leadership: Leadership | None = None
+        self._election_client: Any = None
+        if settings.election is not None:
+            config = settings.election
+            self._election_client = self._client(ELECTION_QPS, config.renew_deadline)
+            lock = LeaseLock(
+                self._election_client, config.namespace, config.name, timeout=config.renew_deadline
+            )
+            self.leadership = Leadership(lock, config)
+        timer = settings.cache.mode is CacheMode.OVER_RESERVE and settings.cache.resync_period > 0
+        gates = Gates(
+            pods_tracked=not settings.nrt_files,
+            first_resync=threading.Event() if timer else None,  # set by the _Resyncer
+            watch_status=None if settings.nrt_files else self._watch_status,
+            leadership=self.leadership,
+        )
         self.service = ExtenderService(
             self.store,
             self.cache,
@@ -98,16 +124,11 @@ class ExtenderApp:
             profiles=settings.cache.config.profiles,
             informer_mode=settings.cache.config.informer_mode,
             compat=settings.compat,
+            gates=gates,
         )
-        if settings.cache.mode is CacheMode.OVER_RESERVE and settings.cache.resync_period > 0:
-            self.service.first_resync = threading.Event()  # set by the _Resyncer
-        self._api_client = api_client
-        self._state_max_age = state_max_age
-        self.feeds: Any = None
-        self.server: ExtenderServer | None = None
-        self.probe_server: ExtenderServer | None = None
-        self.leadership: Leadership | None = None
-        self._resyncer: _Resyncer | None = None
+
+    def _watch_status(self) -> Mapping[str, Any]:
+        return self.feeds.status() if self.feeds is not None else {}
 
     def _client(self, qps: float, timeout: float) -> Any:
         return self._api_client or load_api_client(
@@ -126,7 +147,6 @@ class ExtenderApp:
         if self.settings.nrt_files:
             topologies = [t for path in self.settings.nrt_files for t in topologies_from_file(path)]
             self.store.replace_all(topologies)
-            self.service.pods_tracked = False
             self.service.nrt_listed()
         else:
             from rte.extender.watch import ClusterFeeds
@@ -140,7 +160,6 @@ class ExtenderApp:
                 heartbeat_source=self.settings.heartbeat_source,
                 agent_selector=self.settings.agent_selector,
             ).start()
-            self.service.watch_status = self.feeds.status
         tls = ServerTls(self.settings.tls) if self.settings.tls is not None else None
         self.server = ExtenderServer(
             self.service,
@@ -153,9 +172,9 @@ class ExtenderApp:
         if self.settings.probe_address is not None:
             self.probe_server = ExtenderServer(self.service, *self.settings.probe_address, probes_only=True)
             self.probe_server.start()
-        if self.settings.election is not None:
-            self._start_leadership()
-        if self.service.first_resync is not None:
+        if self.leadership is not None:
+            self._start_leadership(self.leadership)
+        if self.service.gates.first_resync is not None:
             self._resyncer = _Resyncer(self.service, self.settings.cache.resync_period)
             self._resyncer.start()
         log.info(
@@ -168,14 +187,13 @@ class ExtenderApp:
         )
         return self
 
-    def _start_leadership(self) -> None:
+    def _start_leadership(self, leadership: Leadership) -> None:
         config = self.settings.election
         assert config is not None and self.server is not None
-        api_client = self._client(ELECTION_QPS, config.renew_deadline)
         endpoint = None
         if self.settings.leader_service:
             endpoint = LeaderEndpoint(
-                api_client,
+                self._election_client,
                 config.namespace,
                 self.settings.leader_service,
                 self.settings.advertise_address,
@@ -183,15 +201,11 @@ class ExtenderApp:
                 pod_name=socket.gethostname(),  # a pod's host name is its name
             )
         feeds = self.feeds
-        self.leadership = Leadership(
-            LeaseLock(api_client, config.namespace, config.name, timeout=config.renew_deadline),
-            config,
+        leadership.start(
             self.service,
             relist_pods=(lambda: feeds.relist("pods")) if feeds is not None else None,
             endpoint=endpoint,
         )
-        self.service.leadership = self.leadership
-        self.leadership.start()
 
     def stop(self) -> None:
         if self.leadership is not None:

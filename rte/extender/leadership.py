@@ -62,20 +62,13 @@ ENDPOINT_CHECK = 10.0
 class Leadership:
     """Campaigns for the Lease and runs the takeover; :meth:`serving` gates the verbs."""
 
-    def __init__(
-        self,
-        lock: LeaseLock,
-        config: ElectionConfig,
-        service: ExtenderService,
-        *,
-        relist_pods: Callable[[], Callable[[], bool]] | None = None,
-        endpoint: LeaderEndpoint | None = None,
-    ) -> None:
-        """``relist_pods()`` starts a pod list and returns a test of whether it was delivered."""
+    def __init__(self, lock: LeaseLock, config: ElectionConfig) -> None:
+        """Made before the service it gates (its :class:`~rte.extender.service.Gates`), started
+        after it (:meth:`start`)."""
         self.config = config
-        self.service = service
-        self._relist_pods = relist_pods
-        self.endpoint = endpoint
+        self.service: ExtenderService | None = None
+        self._relist_pods: Callable[[], Callable[[], bool]] | None = None
+        self.endpoint: LeaderEndpoint | None = None
         self.elector = LeaderElector(lock, config, on_started=self._started, on_stopped=self._stopped)
         self._guard = threading.Lock()
         self._term = 0
@@ -85,6 +78,9 @@ class Leadership:
         self.takeovers = 0
 
     # --- what the front end asks ---------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return bool(self.elector.is_leader())
 
     def serving(self) -> bool:
         with self._guard:
@@ -114,7 +110,16 @@ class Leadership:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> Leadership:
+    def start(
+        self,
+        service: ExtenderService,
+        *,
+        relist_pods: Callable[[], Callable[[], bool]] | None = None,
+        endpoint: LeaderEndpoint | None = None,
+    ) -> Leadership:
+        """Campaign for the Lease; on winning, take over for ``service``. ``relist_pods()``
+        starts a pod list and returns a test of whether it was delivered."""
+        self.service, self._relist_pods, self.endpoint = service, relist_pods, endpoint
         self.elector.start()
         return self
 
@@ -159,7 +164,9 @@ class Leadership:
 
     def _take_over(self, term: int) -> bool:
         started = time.monotonic()
-        cache = self.service.cache
+        service = self.service
+        assert service is not None  # set by start(), before the elector can call back
+        cache = service.cache
         if isinstance(cache, OverReserveCache):
             self.phase = "restarting the startup grace"
             cache.restart_startup_grace()
@@ -171,7 +178,7 @@ class Leadership:
                     return False
                 time.sleep(0.02)
         self.phase = "resyncing the reserve cache"
-        self.service.resync()
+        service.resync()
         if self.endpoint is not None:
             self.phase = "publishing the endpoint"
             self.endpoint.publish()

@@ -31,7 +31,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
@@ -61,6 +62,47 @@ _PODS_PREPARED_KEPT = 16
 """Prepared pods remembered (:meth:`ExtenderService._prepare`)."""
 
 
+class LeaderGate(Protocol):
+    """What the service asks of leader election (:class:`~rte.extender.leadership.Leadership`)."""
+
+    def is_leader(self) -> bool:
+        """Holds the leader Lease."""
+        ...
+
+    def serving(self) -> bool:
+        """Leader, and taken over: may answer the verbs."""
+        ...
+
+    def reason(self) -> str:
+        """Why the verbs are not answered ("" when they are)."""
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """For ``/state``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What readiness and serving wait for besides the NRT list, fixed when the service is made.
+
+    The front end that runs the service says which of these it runs (``rte extender``:
+    :class:`~rte.extender.app.ExtenderApp`); a service made without gates tracks pods and has no
+    resync timer, no watches to report and no leader election.
+    """
+
+    pods_tracked: bool = True
+    """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
+    first_resync: threading.Event | None = None
+    """Set by the resync timer after its first pass, which it makes as soon as the lists are
+    synced (the cache expects one at start); until then the extender is not ready, so that no
+    request waits behind that pass (450 ms at 20 000 nodes). None: no timer."""
+    watch_status: Callable[[], Mapping[str, Any]] | None = None
+    """The watches' state for ``/state`` and ``/readyz`` (errors included); None: no watches."""
+    leadership: LeaderGate | None = None
+    """With leader election, what gates the verbs; None: this replica always leads."""
+
+
 class ExtenderService:
     """Filter / Prioritize / pod tracking / resync / state, all thread-safe."""
 
@@ -75,6 +117,7 @@ class ExtenderService:
         compat: Compat = Compat.KUBELET,
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
+        gates: Gates = Gates(),
     ) -> None:
         self.store = store
         self.cache = cache
@@ -96,16 +139,7 @@ class ExtenderService:
         """Pods whose reservation the pod watch made: key -> node."""
         self.nrt_synced = threading.Event()
         self.pods_synced = threading.Event()
-        self.first_resync: threading.Event | None = None
-        """Set by the resync timer after its first pass, which it makes as soon as the lists are
-        synced (the cache expects one at start); until then the extender is not ready, so that no
-        request waits behind that pass (450 ms at 20 000 nodes). None: no timer."""
-        self.pods_tracked = True
-        """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
-        self.watch_status: Callable[[], Mapping[str, Any]] | None = None
-        """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
-        self.leadership: Any = None
-        """With leader election, the :class:`~rte.extender.leadership.Leadership` gating the verbs."""
+        self.gates = gates
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
@@ -116,37 +150,39 @@ class ExtenderService:
 
     def synced(self) -> bool:
         """NRTs listed (and pods listed, when pods are tracked)."""
-        return self.nrt_synced.is_set() and (self.pods_synced.is_set() or not self.pods_tracked)
+        return self.nrt_synced.is_set() and (self.pods_synced.is_set() or not self.gates.pods_tracked)
 
     def ready(self) -> bool:
         """Synced, and the first cache resync done when a timer runs them: decisions can be trusted."""
-        return self.synced() and (self.first_resync is None or self.first_resync.is_set())
+        first = self.gates.first_resync
+        return self.synced() and (first is None or first.is_set())
 
     def not_ready_reason(self) -> str:
         if not self.nrt_synced.is_set():
             return "NodeResourceTopology list not synced yet" + self._last_error("nrt")
-        if self.pods_tracked and not self.pods_synced.is_set():
+        if self.gates.pods_tracked and not self.pods_synced.is_set():
             return "pod list not synced yet" + self._last_error("pods")
-        if self.first_resync is not None and not self.first_resync.is_set():
+        first = self.gates.first_resync
+        if first is not None and not first.is_set():
             return "first reserve-cache resync not done yet"
         return ""
 
     def is_leader(self) -> bool:
         """Holds the leader Lease (always, without leader election)."""
-        return self.leadership is None or bool(self.leadership.elector.is_leader())
+        return self.gates.leadership is None or self.gates.leadership.is_leader()
 
     def serving(self) -> bool:
         """Answers the verbs: ready and, with leader election, the leader that has taken over."""
-        return self.ready() and (self.leadership is None or bool(self.leadership.serving()))
+        return self.ready() and (self.gates.leadership is None or self.gates.leadership.serving())
 
     def not_serving_reason(self) -> str:
         if not self.ready():
             return f"extender not ready: {self.not_ready_reason()}"
-        return str(self.leadership.reason()) if self.leadership is not None else ""
+        return self.gates.leadership.reason() if self.gates.leadership is not None else ""
 
     def _last_error(self, watch: str) -> str:
         # A list that keeps failing (RBAC missing, CRD not installed) should say why on /readyz.
-        status = self.watch_status() if self.watch_status is not None else {}
+        status = self.gates.watch_status() if self.gates.watch_status is not None else {}
         error = (status.get(watch) or {}).get("lastError")
         return f" (last error: {error})" if error else ""
 
@@ -349,8 +385,8 @@ class ExtenderService:
         return {
             "ready": self.ready(),
             "notReadyReason": self.not_ready_reason(),
-            "watches": dict(self.watch_status()) if self.watch_status is not None else None,
-            "leadership": self.leadership.state() if self.leadership is not None else None,
+            "watches": dict(self.gates.watch_status()) if self.gates.watch_status is not None else None,
+            "leadership": self.gates.leadership.state() if self.gates.leadership is not None else None,
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,

@@ -15,9 +15,9 @@ Options named after the reference plugin's arguments keep its defaults:
 | ``--resync-method`` | ``cache.resyncMethod`` |
 | ``--informer-mode`` | ``cache.informerMode`` |
 | ``--scheduler-profile`` (repeatable) | the profiles' ``schedulerName`` |
-| ``--stale-after`` | ``heartbeatMaxAge`` in :class:`~rte.consumer.cache.config.CacheConfig` |
+| ``--stale-after`` | ``heartbeatMaxAge`` in :class:`~rte.consumer.config.CacheConfig` |
 
-rte's additions (see :class:`~rte.consumer.cache.config.CacheConfig` for their meaning) are off
+rte's additions (see :class:`~rte.consumer.config.CacheConfig` for their meaning) are off
 or at the reference's behaviour by default, except ``--follow-clean-nodes``, which is on. The
 example deployment sets the values the reference README recommends (a 5 s period,
 ``OnlyExclusiveResources``).
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rte.consumer.agentpods import DEFAULT_AGENT_SELECTOR, HeartbeatSource, parse_selector
-from rte.consumer.cache.config import (
+from rte.consumer.config import (
     DEFAULT_PROFILE,
     CacheConfig,
     CacheSettings,

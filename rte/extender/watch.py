@@ -36,7 +36,12 @@ _ALL_PODS = "/api/v1/pods"
 
 
 class ClusterFeeds:
-    """The three reflectors that keep the extender current, and their glue."""
+    """The three reflectors that keep the extender current, and their glue.
+
+    ``watch_pods`` must agree with the service's ``Gates.pods_tracked`` (both made by
+    :class:`~rte.extender.app.ExtenderApp`): a service that waits for a pod list nobody makes
+    never becomes ready.
+    """
 
     def __init__(
         self,
@@ -97,7 +102,6 @@ class ClusterFeeds:
                     **reflector_options,
                 )
             )
-        service.pods_tracked = watch_pods
         if heartbeat_namespace and heartbeat_source is HeartbeatSource.LEASE:
             leases = f"/apis/coordination.k8s.io/v1/namespaces/{heartbeat_namespace}/leases"
             self.reflectors.append(

@@ -12,7 +12,7 @@ Sources, auto-detected from the decoded document:
 Absent fields get the kubelet's defaults. The reference agent skips this and publishes ``""``
 for an unset policy, which the consumer reads as ``none``; we publish what the kubelet runs.
 This module only says what the configuration is; what the NRT object says about it (attribute
-names and values, the deprecated ``topologyPolicies``) is decided in :mod:`rte.agent.builder`.
+names and values, the deprecated ``topologyPolicies``) is decided in :mod:`rte.agent.compute.builder`.
 
 Values the kubelet would refuse to start with (an unknown policy, a malformed cpuset or quantity)
 raise :class:`~rte.errors.InputError` naming the file, the field and the value: the kubelet cannot

@@ -47,7 +47,8 @@ def target_of(endpoint: str) -> str:
 
 
 class PodResourcesClient:
-    """:class:`~rte.podres.source.PodResourcesSource` over the kubelet socket.
+    """The podresources v1 calls over the kubelet socket (behind
+    :class:`~rte.podres.reader.SocketReader`, the kubelet reader the agent uses).
 
     ``endpoint`` is a gRPC target (``unix:///var/lib/kubelet/pod-resources/kubelet.sock``) or a
     socket path. ``timeout`` bounds each call. ``qps``/``burst`` feed a client-side token bucket

@@ -31,7 +31,8 @@ SUFFIXES: dict[Encoding, str] = {
 
 
 class PodResourcesFiles:
-    """:class:`~rte.podres.source.PodResourcesSource` over a scenario directory.
+    """The podresources calls over a scenario directory (behind
+    :class:`~rte.podres.reader.DirectoryReader`, the kubelet reader the agent uses).
 
     ``encoding`` restricts reading to one file kind; by default the first present one is used.
     """

@@ -1,9 +1,9 @@
 """A simulated node agent: the real agent pipeline over a simulated kubelet.
 
-Each publish reads the node into a :class:`~rte.agent.reading.NodeReading` (the kubelet's
+Each publish reads the node into a :class:`~rte.agent.compute.reading.NodeReading` (the kubelet's
 ``List`` and allocatable, the hardware and kubelet config, the pods bound to the node as the
 daemon's pod watch sees them) and computes the object with the daemon's own
-:func:`rte.agent.compute.compute_topology`. Like the real agent it skips the write when the
+:func:`rte.agent.compute.topology.compute_topology`. Like the real agent it skips the write when the
 object is identical to the last one it wrote.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rte.agent.compute import compute_topology
-from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod, InformerMode

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings, Reconcile
 from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import CacheConfig, CacheMode, CacheSettings, Reconcile
 from rte.consumer.store import NRTStore
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import PHASE_RUNNING, Pod

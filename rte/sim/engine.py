@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
 from rte.consumer.cache.resync import CompareResult
+from rte.consumer.config import DEFAULT_PROFILE, CacheMode
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore

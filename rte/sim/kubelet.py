@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rte.agent.reading import Checkpoints
+from rte.agent.compute.reading import Checkpoints
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState, MemoryTable, NumaMemoryState
 from rte.model.admission.admit import Admission, admit_pod
 from rte.model.admission.allocate import CountAllocator

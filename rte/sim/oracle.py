@@ -21,9 +21,9 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from rte.consumer import load
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.interface import NO_NRT, Lookup, ResyncReport
 from rte.consumer.cache.resync import PodsInput
+from rte.consumer.config import CacheConfig
 from rte.consumer.numaview import NumaView, build_view
 from rte.model.pod import PHASE_RUNNING, Pod, PodKey
 from rte.model.topology import NodeTopology

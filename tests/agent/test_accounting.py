@@ -2,8 +2,8 @@
 
 from fractions import Fraction
 
-from rte.agent.accounting import account, hugepages_resource
-from rte.agent.reading import Checkpoints
+from rte.agent.compute.accounting import account, hugepages_resource
+from rte.agent.compute.reading import Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.model.topology import ResourceInfo, Zone

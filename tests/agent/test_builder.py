@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rte.agent.accounting import Accounting
-from rte.agent.builder import build_topology, config_attributes, legacy_topology_policy
+from rte.agent.compute.accounting import Accounting
+from rte.agent.compute.builder import build_topology, config_attributes, legacy_topology_policy
 from rte.host.kubelet_config import KubeletConfig, parse_kubelet_config
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.model import fingerprint as fp

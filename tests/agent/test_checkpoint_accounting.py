@@ -6,8 +6,8 @@ sibling 8 are reserved, so 14 CPUs are allocatable.
 
 from __future__ import annotations
 
-from rte.agent.accounting import Accounting, account
-from rte.agent.reading import Checkpoints
+from rte.agent.compute.accounting import Accounting, account
+from rte.agent.compute.reading import Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import (
     CheckpointMemoryBlock,

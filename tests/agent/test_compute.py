@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from rte.agent.compute import compute_topology
-from rte.agent.podset import PodGlob
-from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.kubelet_state import MemoryManagerState, load_memory_manager_state
 from rte.host.sysfs import read_machine

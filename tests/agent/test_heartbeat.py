@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from rte.agent.heartbeat import WITHHELD_RECHECK, Heartbeat, HeartbeatRunner, lease_time
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
+from rte.agent.publish.heartbeat import WITHHELD_RECHECK, Heartbeat, HeartbeatRunner, lease_time
 from rte.agent.status import AgentStatus
 from rte.consumer.store import heartbeat_from_lease
 from rte.errors import PublishError, UnavailableError

@@ -11,7 +11,7 @@ import urllib3
 import yaml
 from kubernetes import client
 
-from rte.agent.retry import ApiRetryBackoff, Failure, classify, retry_after
+from rte.agent.publish.retry import ApiRetryBackoff, Failure, classify, retry_after
 from rte.errors import ConfigError
 from rte.runtime.kubeclient import AGENT_SOURCES, Source, load_api_client
 from rte.testing.apiserver import FakeApiServer

@@ -13,10 +13,9 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-from rte.agent.accounting import account
-from rte.agent.compute import compute_topology
-from rte.agent.kubelet import ONE_SHOT_BURST, ONE_SHOT_QPS, open_reader
-from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.accounting import account
+from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.cli import main
 from rte.commands.dump import read_node
 from rte.host.kubelet_config import KubeletConfig
@@ -26,6 +25,7 @@ from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.convert import allocatable_from_proto, list_from_proto
+from rte.podres.reader import ONE_SHOT_BURST, ONE_SHOT_QPS, open_reader
 from rte.podres.v1 import api_pb2
 from rte.testing import scenarios
 from rte.testing.fake_kubelet import FakeKubelet

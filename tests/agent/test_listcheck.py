@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rte.agent.accounting import Accounting, account
-from rte.agent.listcheck import check_listing
+from rte.agent.compute.accounting import Accounting, account
+from rte.agent.compute.listcheck import check_listing
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.podres.types import AllocatableResources, ContainerResources, Device, MemoryBlock, PodResources

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
-from rte.agent.compute import Computed, compute_topology
-from rte.agent.podset import PodGlob
-from rte.agent.podtally import PodTally
-from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.podtally import PodTally
+from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import Computed, compute_topology
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState
 from rte.host.machine import CpuInfo, Machine, NumaNode

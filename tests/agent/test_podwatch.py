@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rte.agent.podwatch import NodePodWatch
+from rte.agent.watch.podwatch import NodePodWatch
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import NODE, wait_until
 
@@ -173,7 +173,7 @@ def test_a_pod_the_kubelet_refuses_over_alignment_is_reported_once_across_a_reli
 ) -> None:
     from kubernetes import client
 
-    from rte.agent.rejections import Rejection
+    from rte.agent.watch.rejections import Rejection
 
     rejected: list[Rejection] = []
     watch = NodePodWatch(api_client, NODE, on_rejected=rejected.append, backoff_base=0.01)

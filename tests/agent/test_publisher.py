@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rte.agent.nrtpatch import merge_patch
-from rte.agent.publisher import Publisher, PublishOutcome
+from rte.agent.publish.nrtpatch import merge_patch
+from rte.agent.publish.publisher import Publisher, PublishOutcome
 from rte.errors import PublishError, UnavailableError
 from rte.model import attributes as names
 from rte.model.nrt import PLURAL, to_nrt

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from rte.agent.rejections import STARTUP_LOOKBACK, RejectionTracker, rejection_of
+from rte.agent.watch.rejections import STARTUP_LOOKBACK, RejectionTracker, rejection_of
 from tests.helpers.clock import FakeClock
 
 NOW = 1_750_000_000.0

@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rte.agent.compute import compute_topology
-from rte.agent.kubelet import DirectoryReader
-from rte.agent.reading import PublishingRules
+from rte.agent.compute.reading import PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.agent.scanner import CheckpointFiles, KubeletConfigCache, Scan, Scanner
 from rte.host.kubelet_state import CPU_MANAGER_STATE
 from rte.host.sysfs import read_machine
 from rte.model.vocabulary import FingerprintMethod
+from rte.podres.reader import DirectoryReader
 from tests.helpers.paths import KUBELET_FIXTURES, R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS
 
 LIST = "list.protojson.json"

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from rte.agent.kubelet import SocketReader
-from rte.agent.reading import PublishingRules
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.errors import InputError
 from rte.host.kubelet_config import KubeletConfig
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres import convert
 from rte.podres.client import PodResourcesClient
+from rte.podres.reader import SocketReader
 from rte.podres.v1 import api_pb2
 from rte.testing import scenarios
 from rte.testing.fake_kubelet import FakeKubelet

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from rte.agent.podset import PodGlob, SpecVerdicts, fingerprint_pods
+from rte.agent.compute.podset import PodGlob, SpecVerdicts, fingerprint_pods
 from rte.model import fingerprint as fp
 from rte.model.pod import Container, Pod
 from rte.model.vocabulary import FingerprintMethod, InformerMode

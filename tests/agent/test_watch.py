@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rte.agent import inotify
-from rte.agent.watch import FileWatcher, WatchSpec
+from rte.agent.watch import inotify
+from rte.agent.watch.files import FileWatcher, WatchSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/sys/fs/inotify").exists(), reason="needs Linux inotify")
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rte.agent.accounting import hugepages_resource
+from rte.agent.compute.accounting import hugepages_resource
 from rte.cli import main
 from tests.helpers.nrt_schema import schema_errors
 from tests.helpers.paths import FIXTURES, MACHINES, R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from rte.cli import extender_cmd, main
 from rte.commands.options import setting_flags
-from rte.consumer.cache.config import (
+from rte.consumer.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,

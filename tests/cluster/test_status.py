@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rte.cluster.status import Marker, last_change, node_statuses
-from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.config import ResyncMethod
 from rte.errors import InputError
 from rte.model.vocabulary import FingerprintMethod, InformerMode
 from rte.testing.views_cluster import GI, lease, node, nrt, pod

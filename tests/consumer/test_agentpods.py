@@ -14,8 +14,8 @@ from rte.consumer.agentpods import (
     agent_pod_state,
     parse_selector,
 )
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.freshness import heartbeat_age, is_stale
+from rte.consumer.config import CacheConfig
 from rte.consumer.store import NRTStore
 from rte.errors import InputError
 

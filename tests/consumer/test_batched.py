@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from rte.consumer.cache.config import CacheConfig, CacheMode, CacheSettings, Reconcile, StaleAction
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import CacheConfig, CacheMode, CacheSettings, Reconcile, StaleAction
 from rte.consumer.cycle import evaluate_nodes, filter_nodes, score_nodes
 from rte.consumer.kernel.mirror import mirror_of
 from rte.consumer.requests import prepare_pod

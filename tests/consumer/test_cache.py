@@ -5,7 +5,13 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from rte.consumer.cache.config import (
+from rte.consumer.cache.discardreserved import DiscardReservedCache
+from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
+from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.cache.resync import CompareResult
+from rte.consumer.cache.selection import make_cache
+from rte.consumer.config import (
     CacheConfig,
     CacheMode,
     ForeignPodsDetect,
@@ -17,12 +23,6 @@ from rte.consumer.cache.config import (
     StaleAction,
     cache_settings_from_plugin_args,
 )
-from rte.consumer.cache.discardreserved import DiscardReservedCache
-from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
-from rte.consumer.cache.overreserve import OverReserveCache
-from rte.consumer.cache.passthrough import PassthroughCache
-from rte.consumer.cache.resync import CompareResult
-from rte.consumer.cache.selection import make_cache
 from rte.consumer.filter import filter_node
 from rte.consumer.load import busy_zones, score_weight, weighted_score
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore

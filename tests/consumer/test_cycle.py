@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from rte.consumer.api import evaluate_through_cache
-from rte.consumer.cache.config import CacheConfig, LoadAwareConfig, LoadMode, Reconcile
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.config import CacheConfig, LoadAwareConfig, LoadMode, Reconcile
 from rte.consumer.store import ADDED, MODIFIED, NRTStore
 from rte.model import fingerprint as fp
 from rte.model.attributes import ZONE_CPU_UTILIZATION

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.config import CacheConfig
 from rte.consumer.kernel.mirror import mirror_of
 from rte.consumer.kernel.rows import same_shape
 from rte.consumer.kernel.table import ABSENT, NodeTable, row_data

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rte.consumer.cache.lowerbound import MAX_SCENARIOS, admitted_on_any_larger, needs_search
+from rte.consumer.lowerbound import MAX_SCENARIOS, admitted_on_any_larger, needs_search
 from rte.model.admission.admit import admit_pod
 from rte.model.admission.node import NodeFacts, NodeResources, node_resources
 from rte.model.admission.units import KIND_APP, KIND_INIT, KIND_SIDECAR, AdmissionUnit

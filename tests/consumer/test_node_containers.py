@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from rte.consumer.cache import reconcile
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import EMPTY, PodLog
+from rte.consumer.config import CacheConfig
 from rte.consumer.store import ADDED, DELETED
 from rte.model.pod import Container, Pod
 from rte.model.topology import NodeTopology, ResourceInfo, Zone

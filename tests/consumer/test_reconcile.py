@@ -9,10 +9,10 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from rte.consumer.cache import predict
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.diagnosis import FINGERPRINT_MISMATCH, RESERVED_EVERYWHERE, WAITING_FOR_AGENT
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cache.podlog import PodLog
+from rte.consumer.config import CacheConfig
 from rte.consumer.filter import filter_node
 from rte.consumer.requests import prepare_pod
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore

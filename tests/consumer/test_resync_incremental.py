@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, Reconcile, ResyncScope
 from rte.consumer.cache.interface import ResyncReport
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.overreserve import OverReserveCache
+from rte.consumer.config import CacheConfig, ForeignPodsDetect, Reconcile, ResyncScope
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.model import fingerprint as fp
 from rte.model.pod import Container, Pod

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rte.agent.watch import FileWatcher, WatchSpec
+from rte.agent.watch.files import FileWatcher, WatchSpec
 from rte.host.sysfs import read_machine
 from tests.helpers.paths import REPO
 

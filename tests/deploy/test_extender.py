@@ -12,7 +12,7 @@ import yaml
 
 from rte.cli import extender_cmd
 from rte.commands.options import setting_flags
-from rte.consumer.cache.config import CacheMode, ForeignPodsDetect
+from rte.consumer.config import CacheMode, ForeignPodsDetect
 from rte.extender.endpoint import PORT_NAME, slice_name
 from rte.extender.settings import EXTENDER_SCHEMA, extender_settings
 from tests.helpers.paths import DEPLOY

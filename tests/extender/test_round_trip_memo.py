@@ -16,7 +16,7 @@ import orjson
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import ADDED, NRTStore
 from rte.extender.server import StateSnapshots, extender_handler
-from rte.extender.service import ExtenderService
+from rte.extender.service import ExtenderService, Gates
 from rte.extender.settings import extender_settings
 from rte.extender.wire import decode_args
 from rte.runtime.httpwire import HttpRequest
@@ -40,9 +40,12 @@ def _service() -> ExtenderService:
     for i, name in enumerate(NAMES):
         store.apply_object(ADDED, nrt(name, [{"cpu": 2 + i % 5, "memory": (1 + i % 3) * GI}] * 2))
     service = ExtenderService(
-        store, make_cache(settings.cache, store), settings.strategy, profiles=settings.cache.config.profiles
+        store,
+        make_cache(settings.cache, store),
+        settings.strategy,
+        profiles=settings.cache.config.profiles,
+        gates=Gates(pods_tracked=False),  # a file-fed store: no pod source
     )
-    service.pods_tracked = False
     service.nrt_listed()
     return service
 

@@ -124,7 +124,7 @@ def test_without_warming_the_first_request_would_build_every_row(rows_built: lis
     """The control: a service whose NRTs are marked synced directly builds on first use."""
     from rte.consumer.cache.selection import make_cache
     from rte.consumer.store import NRTStore
-    from rte.extender.service import ExtenderService
+    from rte.extender.service import ExtenderService, Gates
     from rte.extender.wire import ExtenderArgs
 
     settings = extender_settings(cache_resync_period="5s", scheduler_profiles=[PROFILE])
@@ -132,9 +132,12 @@ def test_without_warming_the_first_request_would_build_every_row(rows_built: lis
     for name in NODES:
         store.apply_object(MODIFIED, nrt(name, [{"cpu": 4, "memory": 8 * GI}] * 2))
     service = ExtenderService(
-        store, make_cache(settings.cache, store), settings.strategy, profiles=settings.cache.config.profiles
+        store,
+        make_cache(settings.cache, store),
+        settings.strategy,
+        profiles=settings.cache.config.profiles,
+        gates=Gates(pods_tracked=False),  # a file-fed store: no pod source
     )
-    service.pods_tracked = False
     service.nrt_synced.set()
     service.filter(ExtenderArgs(POD, None, NODES))
     assert len(rows_built) == len(NODES)

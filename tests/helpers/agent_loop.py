@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rte.agent.kubelet import DirectoryReader, Listing
+from rte.agent.compute.reading import PublishingRules
 from rte.agent.loop import Agent
 from rte.agent.metrics import AgentMetrics
-from rte.agent.reading import PublishingRules
 from rte.agent.scanner import KubeletConfigCache, Scanner
 from rte.agent.settings import AgentSettings, load_settings
 from rte.agent.status import AgentStatus
@@ -27,6 +26,8 @@ from rte.host.machine import Machine
 from rte.host.sysfs import read_machine
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
+from rte.podres.reader import DirectoryReader
+from rte.podres.source import Listing
 from rte.podres.types import AllocatableResources
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import R640_KUBELET_CONFIG, R640_STATIC, R640_SYSFS

@@ -25,8 +25,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from rte.agent.compute import compute_topology
-from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.host.kubelet_config_files import load_kubelet_config
 from rte.host.sysfs import read_machine
 from rte.model.nrt import to_nrt

@@ -14,7 +14,8 @@ import pytest
 from rte.errors import InputError, NotSupportedError, UnavailableError
 from rte.podres.client import PodResourcesClient
 from rte.podres.files import PodResourcesFiles
-from rte.podres.source import PodResourcesSource
+from rte.podres.reader import SocketReader
+from rte.podres.source import KubeletReader
 from rte.podres.types import Device
 from rte.podres.v1 import api_pb2, api_pb2_grpc
 from rte.testing import scenarios
@@ -35,7 +36,7 @@ def client(kubelet: FakeKubelet) -> Iterator[PodResourcesClient]:
 def test_a_fixture_served_over_the_socket_reads_back_equal_to_the_files(scenario: Path) -> None:
     files = PodResourcesFiles(scenario)
     with FakeKubelet(scenario=scenario) as kubelet, PodResourcesClient(kubelet.endpoint) as client:
-        assert isinstance(client, PodResourcesSource)
+        assert isinstance(SocketReader(client), KubeletReader)
         assert client.list() == files.list()
         assert client.get_allocatable() == files.get_allocatable()
         assert client.get("cnf", "dpdk-app-0") == files.get("cnf", "dpdk-app-0")

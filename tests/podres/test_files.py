@@ -10,7 +10,8 @@ import pytest
 
 from rte.errors import InputError, NotSupportedError
 from rte.podres.files import PodResourcesFiles
-from rte.podres.source import PodResourcesSource
+from rte.podres.reader import DirectoryReader
+from rte.podres.source import KubeletReader
 from tests.helpers.paths import R640_STATIC
 
 STATIC = R640_STATIC
@@ -22,8 +23,8 @@ def _copy(tmp_path: Path, *names: str) -> Path:
     return tmp_path
 
 
-def test_the_file_lister_is_a_podresources_source() -> None:
-    assert isinstance(PodResourcesFiles(STATIC), PodResourcesSource)
+def test_the_directory_reader_is_a_kubelet_reader() -> None:
+    assert isinstance(DirectoryReader(STATIC), KubeletReader)
 
 
 def test_files_are_re_read_on_every_call(tmp_path: Path) -> None:

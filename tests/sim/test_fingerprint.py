@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from rte.consumer.cache.config import ResyncMethod
 from rte.consumer.cache.resync import CompareResult, compare
+from rte.consumer.config import ResyncMethod
 from rte.consumer.store import resource_names_of
 from rte.model import fingerprint as fp
 from rte.model.pod import PHASE_RUNNING, QOS_GUARANTEED, Container, Pod

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from rte.agent.accounting import account
+from rte.agent.compute.accounting import account
 from rte.model.pod import QOS_GUARANTEED, Container, Pod
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet

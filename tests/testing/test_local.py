@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rte.agent.compute import compute_topology
-from rte.agent.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRules
+from rte.agent.compute.topology import compute_topology
 from rte.host.sysfs import read_machine
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.files import PodResourcesFiles

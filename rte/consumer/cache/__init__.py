@@ -2,7 +2,7 @@
 
 * :mod:`~rte.consumer.cache.interface`: what every cache offers (:class:`NRTCache`, lookups,
   resync reports);
-* :mod:`~rte.consumer.cache.config`: the reference plugin's cache arguments plus rte's additions;
+* :mod:`~rte.consumer.config`: the reference plugin's cache arguments plus rte's additions;
 * :mod:`~rte.consumer.cache.selection`: which cache the settings select;
 * :mod:`~rte.consumer.cache.overreserve`: the reserve cache (pessimistic accounting, fingerprint
   resync), with its per-node state (:mod:`~rte.consumer.cache.nodestate`), its reservations

@@ -21,9 +21,9 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rte.consumer.cache.config import CacheConfig, StaleAction
 from rte.consumer.cache.interface import Clock, Cursor, Lookup, Select, Snapshot
 from rte.consumer.changelog import MIN_KEPT, ChangeLog
+from rte.consumer.config import CacheConfig, StaleAction
 from rte.consumer.store import NRTStore
 
 

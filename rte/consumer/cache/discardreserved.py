@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rte.consumer.cache.config import CacheConfig, CacheMode
 from rte.consumer.cache.interface import NOT_FRESH, Clock, Lookup
 from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.config import CacheConfig, CacheMode
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod
 

@@ -2,7 +2,7 @@
 
 The view the reserve cache serves (:meth:`NodeState.served_view
 <rte.consumer.cache.nodestate.NodeState.served_view>`) never shows more than the kubelet has
-(:mod:`rte.consumer.cache.lowerbound`): a pod in flight is charged on *every* zone it may land on.
+(:mod:`rte.consumer.lowerbound`): a pod in flight is charged on *every* zone it may land on.
 That is what keeps Filter from causing a TopologyAffinityError, but it makes a node with a pod in
 flight look fuller on every zone than it will be, so Score ranks it lower than a scheduler that
 knows the kubelets would (the simulator's oracle, :mod:`rte.sim.oracle`), the cluster fills in
@@ -35,23 +35,20 @@ store's, so a front end asks for the few nodes with reservations, not for every 
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterable, Mapping
+from typing import Protocol
 
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.interface import Clock
 from rte.consumer.cache.predict import ZoneCharge, chosen_zone, estimated_charge
 from rte.consumer.cache.reservations import Reservation, subtract_placed
 from rte.consumer.changelog import ChangeLog
+from rte.consumer.config import CacheConfig, LoadAwareConfig
 from rte.consumer.numaview import NumaView, subtract_requests
 from rte.consumer.requests import shape_key
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod
+from rte.model.topology import NodeTopology
 from rte.model.vocabulary import Compat
-
-if TYPE_CHECKING:  # the node state builds its score view with this module
-    from rte.consumer.cache.nodestate import NodeState
-
 
 MEMO_LIMIT = 64
 """Charges a node remembers (per pod shape and state) before starting over."""
@@ -115,6 +112,20 @@ class ScoreViewNodes:
         return self.nodes
 
 
+class EstimatingNode(Protocol):
+    """What :class:`ScoreViews` reads of a node's state
+    (:class:`~rte.consumer.cache.nodestate.NodeState`, which builds its estimate with
+    :func:`best_estimate`: this module sits below it and names only this protocol)."""
+
+    @property
+    def topology(self) -> NodeTopology | None: ...
+
+    @property
+    def reservations(self) -> Mapping[tuple[str, str], Reservation]: ...
+
+    def estimated_view(self, load_config: LoadAwareConfig) -> NumaView: ...
+
+
 class ScoreViews:
     """:meth:`score_views` for the reserve cache (:class:`~.interface.ScoreViewsCache`)."""
 
@@ -123,7 +134,7 @@ class ScoreViews:
     _clock: Clock
     _lock: threading.Lock | threading.RLock
     _changes: ChangeLog
-    _nodes: dict[str, NodeState]
+    _nodes: Mapping[str, EstimatingNode]
     _predicts: bool
     _score_nodes: ScoreViewNodes
 

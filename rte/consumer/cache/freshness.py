@@ -7,8 +7,8 @@ expired node metrics of Koordinator's load-aware scheduling (koordinator-sh/koor
 
 from __future__ import annotations
 
-from rte.consumer.cache.config import CacheConfig, StaleAction
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Lookup
+from rte.consumer.config import CacheConfig, StaleAction
 from rte.consumer.store import NRTStore
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.resync import Comparison, PodsInput
+from rte.consumer.config import CacheConfig
 from rte.consumer.numaview import NumaView
 from rte.model.pod import Pod
 

@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rte.consumer import load
-from rte.consumer.cache.config import LoadAwareConfig
 from rte.consumer.cache.estimate import best_estimate
-from rte.consumer.cache.lowerbound import mark_lower_bound
 from rte.consumer.cache.placement import negated
 from rte.consumer.cache.podlog import PodLog, owned, shared_empty
 from rte.consumer.cache.predict import ZoneCharge
@@ -20,6 +18,8 @@ from rte.consumer.cache.reservations import (
     total_request,
 )
 from rte.consumer.cache.resync import Comparison
+from rte.consumer.config import LoadAwareConfig
+from rte.consumer.lowerbound import mark_lower_bound
 from rte.consumer.numaview import NumaView, build_view, subtract_requests
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.pod import Pod, PodKey

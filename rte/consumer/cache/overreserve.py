@@ -54,7 +54,6 @@ from dataclasses import replace
 
 from rte.consumer.cache import reconcile
 from rte.consumer.cache.batched import BatchedLookups, Deadlines
-from rte.consumer.cache.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile
 from rte.consumer.cache.estimate import ScoreViewNodes, ScoreViews
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup
@@ -66,6 +65,7 @@ from rte.consumer.cache.resyncpass import ResyncPass
 from rte.consumer.cache.resyncplan import ResyncPlan
 from rte.consumer.cache.statedump import ReserveStateDump
 from rte.consumer.changelog import ChangeLog
+from rte.consumer.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod

@@ -16,11 +16,11 @@ from typing import Any
 
 from rte.consumer import load
 from rte.consumer.cache.batched import BatchedLookups, Deadlines
-from rte.consumer.cache.config import CacheConfig, CacheMode
 from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup, ResyncReport
 from rte.consumer.cache.resync import PodsInput
 from rte.consumer.changelog import ChangeLog
+from rte.consumer.config import CacheConfig, CacheMode
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod

@@ -1,7 +1,7 @@
 """The recent pod sets of one node, and the fingerprint of each: which NRT accounts for which pods.
 
 An agent publishes the fingerprint of the pods it counted when it read its kubelet
-(:mod:`rte.agent.podset`). That set is the node's *fingerprinted set* (the informer-mode rule,
+(:mod:`rte.agent.compute.podset`). That set is the node's *fingerprinted set* (the informer-mode rule,
 :func:`rte.model.pod.counts_for_fingerprint`) at one moment of the pod event stream, because the
 agent's pod watch and the scheduler's pod informer see the same stream of API changes. So the
 set an NRT describes is one *cut* of that stream: every change up to some point, none after.

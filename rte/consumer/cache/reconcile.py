@@ -14,7 +14,7 @@ event of the node, the next NRT or the next resync.
 **Why this never admits more than the kubelet can.** Write ``A(z)`` for what the adopted NRT
 says zone ``z`` has available, ``T(z)`` for what the kubelet really has free now. The NRT was
 computed from the kubelet when exactly the pods of ``S`` were counted, and an agent never counts
-a pod its accounting has not charged (:mod:`rte.agent.podset`). Since then, the kubelet's zone
+a pod its accounting has not charged (:mod:`rte.agent.compute.podset`). Since then, the kubelet's zone
 ``z`` changed only by pods admitted after the agent read it, all outside ``S`` (each takes at
 most its request from ``z``), and by pods that ended (each gives back what it held). Every pod
 outside ``S`` that can hold resources on the node now is either placed by us (it has a
@@ -64,11 +64,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from rte.consumer.cache import placement
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import compact
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
 from rte.consumer.cache.resync import expected_fingerprint, is_in_flight, is_relevant
+from rte.consumer.config import CacheConfig
 from rte.consumer.store import DELETED, MODIFIED
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, PodKey

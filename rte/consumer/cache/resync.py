@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from rte.consumer.cache.config import ResyncMethod
+from rte.consumer.config import ResyncMethod
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rte.consumer.cache import reconcile
-from rte.consumer.cache.config import CacheConfig, ResyncScope
 from rte.consumer.cache.interface import Clock, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import compact
@@ -32,6 +31,7 @@ from rte.consumer.cache.resync import (
 )
 from rte.consumer.cache.resyncplan import ResyncPlan
 from rte.consumer.changelog import ChangeLog
+from rte.consumer.config import CacheConfig, ResyncScope
 from rte.consumer.store import NRTStore
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.pod import Pod, PodKey

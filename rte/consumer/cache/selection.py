@@ -3,18 +3,18 @@
 The same choice as the reference plugin (kubernetes-sigs/scheduler-plugins
 ``pkg/noderesourcetopology/pluginhelpers.go``): ``discardReservedNodes`` first, then a resync
 period <= 0 for Passthrough, else OverReserve (see
-:func:`rte.consumer.cache.config.cache_settings_from_plugin_args`).
+:func:`rte.consumer.config.cache_settings_from_plugin_args`).
 """
 
 from __future__ import annotations
 
 import time
 
-from rte.consumer.cache.config import CacheMode, CacheSettings
 from rte.consumer.cache.discardreserved import DiscardReservedCache
 from rte.consumer.cache.interface import Clock, NRTCache
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.consumer.cache.passthrough import PassthroughCache
+from rte.consumer.config import CacheMode, CacheSettings
 from rte.consumer.store import NRTStore
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from rte.consumer.cache.config import CacheConfig
 from rte.consumer.cache.diagnosis import EXPLANATIONS, diagnose
 from rte.consumer.cache.freshness import heartbeat_age, is_stale
 from rte.consumer.cache.interface import Clock, Lookup
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.config import CacheConfig
 from rte.consumer.store import NRTStore
 
 

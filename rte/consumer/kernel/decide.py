@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -39,9 +39,6 @@ from rte.consumer.score import Scorer, ScoringStrategy, Weighted
 from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_ALLOCATED
 from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
 from rte.model.topology_manager import POLICY_NONE
-
-if TYPE_CHECKING:  # the memo decides through this module
-    from rte.consumer.kernel.memo import DecisionMemo
 
 _NONE = POLICY_CODES[POLICY_NONE]
 
@@ -103,6 +100,32 @@ class Verdicts:
         return None if numa_id < 0 else numa_id
 
 
+Rows = Sequence[int] | Ints | None
+"""The table rows a decision is asked on (None: every row)."""
+
+
+class HalvesMemo(Protocol):
+    """What :func:`decide` asks of a memo of earlier decisions: each half, possibly from an entry.
+
+    :class:`~rte.consumer.kernel.memo.DecisionMemo` is the one; it computes what it does not hold
+    with this module's public halves (:func:`filter_rows`, :func:`scored_after`,
+    :func:`score_rows`), so the memo sits above this module and this module names only the
+    protocol (no import cycle).
+    """
+
+    def filtered(self, prep: PreparedPod, table: NodeTable, rows: Rows) -> Filtered: ...
+
+    def scored(
+        self,
+        prep: PreparedPod,
+        table: NodeTable,
+        rows: Rows,
+        f: Filtered,
+        strategy: ScoringStrategy,
+        failed: bool,
+    ) -> Ints: ...
+
+
 def decide(
     prep: PreparedPod,
     table: NodeTable,
@@ -111,7 +134,7 @@ def decide(
     *,
     allocatable: Sequence[Collection[str] | None] | None = None,
     score_failed: bool = False,
-    memo: DecisionMemo | None = None,
+    memo: HalvesMemo | None = None,
 ) -> Verdicts:
     """Filter (and, with ``strategy``, Score) ``prep`` on the table's ``rows`` (None: every row).
 
@@ -123,19 +146,20 @@ def decide(
     if memo is not None and allocatable is None:
         f = memo.filtered(prep, table, rows)
     else:
-        f = _filter(prep, table, rows, allocatable)
+        f = filter_rows(prep, table, rows, allocatable)
     scores = None
     if strategy is not None:
         if memo is not None and allocatable is None:
             scores = memo.scored(prep, table, rows, f, strategy, score_failed).copy()  # callers weigh them
         else:
-            scores = _scored(prep, strategy, table, f, score_failed)
+            scores = scored_after(prep, strategy, table, f, score_failed)
     return Verdicts(table.names, f.chosen, f.fits, f.codes, f.texts, f.numa, scores, f.scalar_rows)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _Filtered:
-    """Filter's half of a decision (never written to once made: a memo may hand it out again)."""
+class Filtered:
+    """Filter's half of a decision (never written to once made: a memo may hand it out again);
+    Score's half starts from it (:func:`scored_after`)."""
 
     chosen: Ints
     fits: Bools
@@ -152,12 +176,12 @@ class _Filtered:
     def scalar_rows(self) -> int:
         return int(self.scalar.sum())
 
-    def frozen(self) -> _Filtered:
+    def frozen(self) -> Filtered:
         for array in (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar):
             array.flags.writeable = False  # shared by every decision the entry answers
         return self
 
-    def patched(self, at: Ints, sub: _Filtered) -> _Filtered:
+    def patched(self, at: Ints, sub: Filtered) -> Filtered:
         """This decision with the positions ``at`` decided again (``sub``: a decision on exactly
         those positions' rows), reasons merged into one list of distinct texts."""
         texts = _Texts(self.texts)
@@ -168,15 +192,16 @@ class _Filtered:
             put_at(a, at, b)
             for a, b in ((self.fits, sub.fits), (self.usable, sub.usable), (self.scalar, sub.scalar))
         )
-        return _Filtered(self.chosen, fits, codes, texts.items, numa, position, usable, scalar)
+        return Filtered(self.chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
-def _filter(
+def filter_rows(
     prep: PreparedPod,
     table: NodeTable,
     rows: Sequence[int] | Ints | None,
     allocatable: Sequence[Collection[str] | None] | None,
-) -> _Filtered:
+) -> Filtered:
+    """Filter's half of :func:`decide`, computed (no memo)."""
     if rows is None:
         selection: Selection = slice(0, table.size)
         chosen = np.arange(table.size, dtype=np.int64)
@@ -220,7 +245,7 @@ def _filter(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    return _Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar)
+    return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar)
 
 
 def _allocatable_of(
@@ -327,12 +352,12 @@ class _State:
         self.scalar[where[~(placed | nothing | refused)]] = True
 
 
-def _scored(
-    prep: PreparedPod, strategy: ScoringStrategy, table: NodeTable, f: _Filtered, score_failed: bool
+def scored_after(
+    prep: PreparedPod, strategy: ScoringStrategy, table: NodeTable, f: Filtered, score_failed: bool
 ) -> Ints:
     """Score after Filter's half ``f`` (where it passed, or everywhere with ``score_failed``)."""
     target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
-    return _scores(prep, strategy, table, f.chosen, target, f.usable, f.position)
+    return score_rows(prep, strategy, table, f.chosen, target, f.usable, f.position)
 
 
 def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:
@@ -340,7 +365,7 @@ def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:
     return items, sum(w for *_, w in items)
 
 
-def _scores(
+def score_rows(
     prep: PreparedPod,
     strategy: ScoringStrategy,
     table: NodeTable,

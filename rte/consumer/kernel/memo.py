@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from rte.consumer.kernel.decide import _filter, _Filtered, _scored, _scores
+from rte.consumer.kernel.decide import Filtered, filter_rows, score_rows, scored_after
 from rte.consumer.kernel.fastpath import put_at
 from rte.consumer.kernel.table import Ints, NodeTable
 from rte.consumer.requests import PreparedPod, shape_of
@@ -44,7 +44,7 @@ class DecisionMemo:
     def __init__(self, table: NodeTable, kept: int = 4) -> None:
         self.table = table
         self.kept = kept
-        self._entries: list[tuple[object, object, int, _Filtered]] = []
+        self._entries: list[tuple[object, object, int, Filtered]] = []
         self._scores: list[tuple[object, object, int, Ints]] = []
         self.hits = 0
         """Filter halves answered from an entry as it stood."""
@@ -53,7 +53,7 @@ class DecisionMemo:
         self.score_hits = 0
         """Score halves answered from an entry, as it stood or with a few rows scored again."""
 
-    def filtered(self, prep: PreparedPod, table: NodeTable, rows: _Rows) -> _Filtered:
+    def filtered(self, prep: PreparedPod, table: NodeTable, rows: _Rows) -> Filtered:
         if table is not self.table:
             raise ValueError("a decision memo serves the one table it was made for")
         generation = table.generation
@@ -69,9 +69,11 @@ class DecisionMemo:
                 at = self._rewritten(table, f.chosen, g)
                 if at is not None:
                     self.patches += 1
-                    patched = f if not len(at) else f.patched(at, _filter(prep, table, f.chosen[at], None))
+                    patched = (
+                        f if not len(at) else f.patched(at, filter_rows(prep, table, f.chosen[at], None))
+                    )
                 break
-        f = (_filter(prep, table, rows, None) if patched is None else patched).frozen()
+        f = (filter_rows(prep, table, rows, None) if patched is None else patched).frozen()
         self._keep(entries, (token, rows, generation, f))
         return f
 
@@ -80,7 +82,7 @@ class DecisionMemo:
         prep: PreparedPod,
         table: NodeTable,
         rows: _Rows,
-        f: _Filtered,
+        f: Filtered,
         strategy: ScoringStrategy,
         failed: bool,
     ) -> Ints:
@@ -98,13 +100,13 @@ class DecisionMemo:
                     scores = s
                     if len(at):
                         target = np.ones(len(at), np.bool_) if failed else f.fits[at]
-                        fresh = _scores(
+                        fresh = score_rows(
                             prep, strategy, table, f.chosen[at], target, f.usable[at], f.position[at]
                         )
                         scores = put_at(s, at, fresh)
                 break
         if scores is None:
-            scores = _scored(prep, strategy, table, f, failed)
+            scores = scored_after(prep, strategy, table, f, failed)
         scores.flags.writeable = False
         self._keep(entries, (token, rows, generation, scores))
         return scores

@@ -6,12 +6,10 @@ custom resource must disappear from it while its CRD is not installed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .resources import ResourceDef
-
-if TYPE_CHECKING:
-    from .server import FakeApiServer
 
 VERSION_INFO = {
     "major": "1",
@@ -51,13 +49,14 @@ def _group(group: str, resources: list[ResourceDef]) -> dict[str, Any]:
     }
 
 
-def document(app: FakeApiServer, parts: list[str]) -> Any:
-    """The answer for a discovery or health path, or None if ``parts`` is not one."""
+def document(served_resources: Callable[[], list[ResourceDef]], parts: list[str]) -> Any:
+    """The answer for a discovery or health path, or None if ``parts`` is not one
+    (``served_resources``: the server's, asked only for a discovery path)."""
     if parts in (["healthz"], ["livez"], ["readyz"]):
         return "ok"
     if parts == ["version"]:
         return VERSION_INFO
-    served = app.served_resources()
+    served = served_resources()
     if parts == ["api"]:
         return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
     if parts == ["api", "v1"]:

@@ -12,17 +12,43 @@ import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from queue import Empty
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from . import discovery, status
-from .faults import RequestRecord
+from .faults import Fault, Faults, RequestRecord
 from .request import Request, Response, WatchPlan, media_type
 from .resources import ResourceDef
+from .rest import Rest
 from .status import ApiError
+from .storage import Watcher
 
-if TYPE_CHECKING:
-    from .server import FakeApiServer
+
+class FakeApiServer(Protocol):
+    """What the HTTP front needs of :class:`~.server.FakeApiServer`, which starts it: a
+    protocol, so that the server imports this module and not the other way round."""
+
+    token: str | None
+    bookmark_interval: float | None
+    rest: Rest
+    faults: Faults
+
+    def served_resources(self) -> list[ResourceDef]: ...
+
+    def resource_for(self, group: str, version: str, plural: str) -> ResourceDef | None: ...
+
+    def fault_error(self, fault: Fault, rec: RequestRecord) -> ApiError: ...
+
+    def _record(self, rec: RequestRecord) -> None: ...
+
+    def _track(self, conn: socket.socket) -> None: ...
+
+    def _untrack(self, conn: socket.socket) -> None: ...
+
+    def _watch_opened(self, watcher: Watcher) -> None: ...
+
+    def _watch_closed(self, watcher: Watcher) -> None: ...
+
 
 _CONNECTION_ERRORS = (ConnectionError, BrokenPipeError, TimeoutError, OSError)
 
@@ -57,7 +83,7 @@ class Route:
 
 def route(app: FakeApiServer, path: str) -> Route:
     parts = [p for p in path.split("/") if p]
-    doc = discovery.document(app, parts)
+    doc = discovery.document(app.served_resources, parts)
     if doc is not None:
         return Route(document=doc)
     if len(parts) >= 2 and parts[0] == "api":

@@ -2,16 +2,16 @@
 
 ``rte run`` (every cycle), ``rte dump`` (once) and the simulator's agent all call
 :func:`compute_topology`, so they always produce the same object for the same reading:
-accounting (:func:`rte.agent.accounting.account`), the fingerprinted pod set
-(:func:`rte.agent.podset.fingerprint_pods`), the zone attributes, then the object
-(:func:`rte.agent.builder.build_topology`). A reading that carries its reader's pod tally
-(:mod:`rte.agent.podtally`) is computed from sums kept across cycles, and the fingerprint from
+accounting (:func:`rte.agent.compute.accounting.account`), the fingerprinted pod set
+(:func:`rte.agent.compute.podset.fingerprint_pods`), the zone attributes, then the object
+(:func:`rte.agent.compute.builder.build_topology`). A reading that carries its reader's pod tally
+(:mod:`rte.agent.compute.podtally`) is computed from sums kept across cycles, and the fingerprint from
 verdicts kept per pod, instead of from every pod: the same object, at a cost that follows the
 pods that changed.
 
 **Inconsistent kubelet data.** When the kubelet's data contradicts itself (a pod listed twice,
 a CPU or device assigned twice, a memory block on a NUMA node the machine lacks, empty names:
-:data:`rte.agent.ledger.INCONSISTENT_KINDS`), accounting already charges the worst case it can
+:data:`rte.agent.compute.ledger.INCONSISTENT_KINDS`), accounting already charges the worst case it can
 name. On top of that, no zone may then publish more available of a resource than the last
 consistent computation did (``NodeReading.last_consistent``): whatever the contradiction hides,
 the published numbers are never more optimistic than the last state the agent could trust.
@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from rte.agent.accounting import Accounting, account
-from rte.agent.builder import build_topology
-from rte.agent.podset import fingerprint_pods
-from rte.agent.reading import NodeReading
+from rte.agent.compute.accounting import Accounting, account
+from rte.agent.compute.builder import build_topology
+from rte.agent.compute.podset import fingerprint_pods
+from rte.agent.compute.reading import NodeReading
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, Zone
 from rte.podres.types import AllocatableResources
@@ -55,7 +55,7 @@ class Computed:
 
 
 def compute_topology(reading: NodeReading) -> Computed:
-    """The canonical NodeTopology for ``reading`` (see :class:`~rte.agent.reading.NodeReading`)."""
+    """The canonical NodeTopology for ``reading`` (see :class:`~rte.agent.compute.reading.NodeReading`)."""
     kubelet = reading.kubelet
     sign: str | None = None
     if kubelet is None:

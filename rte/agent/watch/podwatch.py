@@ -14,7 +14,7 @@ podresources API does not give. One :class:`~rte.runtime.reflector.Reflector` th
 ``on_change`` is called (from the watch thread) whenever the set of pods or any pod's relevant
 content changes, including when a relist finds a different set; status-only updates that leave
 the :class:`~rte.model.pod.Pod` value equal do not call it. ``on_rejected`` is called once per
-pod the kubelet refused at admission over alignment (:mod:`rte.agent.rejections`).
+pod the kubelet refused at admission over alignment (:mod:`rte.agent.watch.rejections`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rte.agent.rejections import Rejection, RejectionTracker
+from rte.agent.watch.rejections import Rejection, RejectionTracker
 from rte.errors import InputError
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.runtime.kubeclient import raw_list_call

@@ -12,24 +12,24 @@ details are in the modules that apply them):
 * **Every zone lists** ``cpu``, ``memory`` and every hugepage size the node has, 0 where the zone
   has none (CPU-less and memory-less nodes included): the consumer rejects a pod whose cpu,
   memory or hugepages request is absent from every zone.
-* **cpu** (:mod:`rte.agent.cpu_accounting`): with the static CPU manager, capacity = the zone's
+* **cpu** (:mod:`rte.agent.compute.cpu_accounting`): with the static CPU manager, capacity = the zone's
   logical CPUs, allocatable = those among ``GetAllocatableResources.cpu_ids`` (all CPUs minus the
   reserved ones; computed from sysfs when the kubelet does not say), available = allocatable
   minus the CPUs held exclusively according to ``List`` or the checkpoint, whichever holds more
   (the checkpoint also holds finished init containers' CPUs). With ``none`` the kubelet pins
   nothing, so every zone advertises the node's whole CPU pool; publishing 0, as the reference
   agents do, makes the reference filter reject every Guaranteed pod.
-* **memory and hugepages** (:mod:`rte.agent.memory_accounting`): with the Static memory manager,
+* **memory and hugepages** (:mod:`rte.agent.compute.memory_accounting`): with the Static memory manager,
   capacity = the zone's ``MemTotal`` (hugepage pool included, like
   ``node.status.capacity.memory``) or ``nr_hugepages x size``, allocatable = the kubelet's
   per-NUMA blocks, available = allocatable minus what ``List`` and the checkpoint hold, merged so
   that neither source is contradicted; a block spanning several NUMA nodes is charged the way
   the memory manager fills them (lowest id first). With ``None``, node-wide values in every zone.
-* **devices** (:mod:`rte.agent.device_accounting`): counted in each zone their device is attached
+* **devices** (:mod:`rte.agent.compute.device_accounting`): counted in each zone their device is attached
   to (a device local to two zones counts in both); resources without any topology are
   node-level (:attr:`Accounting.non_numa_devices`), devices of aligned resources whose NUMA node
   is unknown match no zone (:attr:`Accounting.unknown_numa_devices`).
-* **contradictions in List** (:mod:`rte.agent.listcheck`) and memory blocks that cannot be
+* **contradictions in List** (:mod:`rte.agent.compute.listcheck`) and memory blocks that cannot be
   placed are charged the worst case and make the accounting inconsistent
   (:attr:`Accounting.consistent`).
 * **without any kubelet data** (``rte dump`` with no kubelet reachable): hardware capacity, with
@@ -43,19 +43,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rte.agent.cpu_accounting import account_cpu_bound, account_cpu_pool, listed_cpus, threads_per_core
-from rte.agent.device_accounting import account_devices, held_devices
-from rte.agent.ledger import MEMORY, Finding, Held, Ledger, NeedsDetail, hugepages_resource
-from rte.agent.listcheck import check_listing
-from rte.agent.memory_accounting import (
+from rte.agent.compute.cpu_accounting import (
+    account_cpu_bound,
+    account_cpu_pool,
+    listed_cpus,
+    threads_per_core,
+)
+from rte.agent.compute.device_accounting import account_devices, held_devices
+from rte.agent.compute.ledger import MEMORY, Finding, Held, Ledger, NeedsDetail, hugepages_resource
+from rte.agent.compute.listcheck import check_listing
+from rte.agent.compute.memory_accounting import (
     account_memory_bound,
     account_memory_pool,
     held_memory,
     hugepage_sizes,
     memory_groups,
 )
-from rte.agent.podtally import PodTally
-from rte.agent.reading import NO_CHECKPOINTS, Checkpoints
+from rte.agent.compute.podtally import PodTally
+from rte.agent.compute.reading import NO_CHECKPOINTS, Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import Machine
 from rte.model.topology import Cost, ResourceInfo, Zone, zone_name
@@ -118,7 +123,7 @@ def account(
     Without a config, the policies are inferred from what the kubelet reports: CPU ids in
     allocatable imply a static CPU manager, memory blocks a Static memory manager.
 
-    ``tally``: running sums over the same ``pods`` (:mod:`rte.agent.podtally`, synced by the
+    ``tally``: running sums over the same ``pods`` (:mod:`rte.agent.compute.podtally`, synced by the
     caller); the result is the same, at a cost that does not grow with the pods.
     """
     if tally is not None and tally.clean:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from rte.agent.ledger import CPU, Ledger
+from rte.agent.compute.ledger import CPU, Ledger
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState
 from rte.host.machine import Machine

@@ -13,7 +13,7 @@
 
 **A write happens only when content differs.** The last object the server returned is
 cached; each :meth:`Publisher.publish` builds the desired object (``to_nrt``, canonical) and
-diffs it against that cache (:mod:`rte.agent.nrtpatch`). Equal means no request at all, not
+diffs it against that cache (:mod:`rte.agent.publish.nrtpatch`). Equal means no request at all, not
 even a GET. The cache is dropped (and the next publish re-reads) after any failure, on a 404
 and on :meth:`Publisher.forget`, which the daemon calls on a slow resync timer so that an NRT
 deleted or edited behind our back is noticed even when our content never changes.
@@ -37,8 +37,8 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
-from rte.agent.nrtpatch import merge_patch
-from rte.agent.retry import ApiRetryBackoff, Failure, classify, describe, is_api_error
+from rte.agent.publish.nrtpatch import merge_patch
+from rte.agent.publish.retry import ApiRetryBackoff, Failure, classify, describe, is_api_error
 from rte.errors import PublishError, UnavailableError
 from rte.model.nrt import GROUP, PLURAL, VERSION, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference

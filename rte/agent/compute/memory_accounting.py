@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from rte.agent.ledger import HUGEPAGES_PREFIX, MEMORY, Ledger, MemoryHeld, hugepages_resource
+from rte.agent.compute.ledger import HUGEPAGES_PREFIX, MEMORY, Ledger, MemoryHeld, hugepages_resource
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import MemoryManagerState
 from rte.host.machine import Machine

@@ -1,4 +1,4 @@
-"""What the agent reads from the kubelet: a cheap List poll, plus allocatable on demand.
+"""The kubelet readers: a cheap List poll, plus allocatable on demand (rte.podres.source).
 
 The podresources API has no Watch, so the agent polls List a few times a second. At that rate
 the cost of turning the response into :mod:`rte.podres.types` matters (about 7 ms for 250 pods
@@ -6,7 +6,7 @@ against 0.1 ms to parse the protobuf), so each poll computes a digest of the res
 as received and, only when they changed, cuts them into each pod's bytes
 (:mod:`rte.podres.wire`) and decodes the pods it has not decoded before (kept in a small cache
 keyed by each pod's own bytes). The pods it has seen come back as the same objects, which is
-what lets :mod:`rte.agent.podtally` skip them. ``GetAllocatableResources``, re-read every few
+what lets :mod:`rte.agent.compute.podtally` skip them. ``GetAllocatableResources``, re-read every few
 seconds for device health, is decoded again only when its bytes changed too.
 
 A scenario directory (``rte run --podresources DIR``) is read through
@@ -19,45 +19,15 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from rte.agent.podtally import PodChange, identity_change
-from rte.podres.types import AllocatableResources, PodResources
+from rte.podres.source import KubeletReader, Listing, PodChange, identity_change
+from rte.podres.types import AllocatableResources
 
 if TYPE_CHECKING:
     from rte.podres.client import PodResourcesClient
     from rte.podres.wire import Records
-
-
-@dataclass(frozen=True)
-class Listing:
-    """One List result and its digest (equal digests mean equal lists).
-
-    ``change``: how ``pods`` differ from the reader's previous List, by identity, when the
-    reader knows (:class:`SocketReader`); the pod tally then skips the pods that stayed.
-    """
-
-    digest: bytes
-    pods: tuple[PodResources, ...]
-    change: PodChange | None = field(default=None, compare=False, repr=False)
-
-
-class KubeletReader(Protocol):
-    """The kubelet as the agent loop uses it; errors as in :mod:`rte.podres.source`."""
-
-    endpoint: str
-
-    def wait_ready(self, timeout: float) -> None:
-        """Block until the kubelet answers (UnavailableError after ``timeout`` seconds)."""
-        ...
-
-    def list(self) -> Listing: ...
-
-    def get_allocatable(self) -> AllocatableResources: ...
-
-    def close(self) -> None: ...
 
 
 class SocketReader:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rte.agent.ledger import DeviceHeld, Ledger
+from rte.agent.compute.ledger import DeviceHeld, Ledger
 from rte.podres.types import AllocatableResources, PodResources
 
 

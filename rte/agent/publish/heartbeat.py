@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff
-from rte.agent.retry import Failure, classify, describe, is_api_error
+from rte.agent.publish.retry import Failure, classify, describe, is_api_error
 from rte.agent.status import AgentStatus
 from rte.errors import PublishError, UnavailableError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE

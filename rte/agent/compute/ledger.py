@@ -1,8 +1,8 @@
 """The working state of one accounting run: per (zone, resource) amounts, and the findings.
 
-Shared by the CPU, memory and device rules (:mod:`rte.agent.cpu_accounting`,
-:mod:`rte.agent.memory_accounting`, :mod:`rte.agent.device_accounting`); the entry point and the
-rules' overview are in :mod:`rte.agent.accounting`.
+Shared by the CPU, memory and device rules (:mod:`rte.agent.compute.cpu_accounting`,
+:mod:`rte.agent.compute.memory_accounting`, :mod:`rte.agent.compute.device_accounting`); the entry
+point and the rules' overview are in :mod:`rte.agent.compute.accounting`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ INCONSISTENT_KINDS = frozenset(
 )
 """Finding kinds that mean the kubelet's data contradicts itself or the machine (not merely that
 it is unusual). A computation with one of them is *inconsistent*: it charges the worst case, its
-numbers are kept at or below the last consistent computation's (:mod:`rte.agent.compute`), and
-the agent reports it through :attr:`rte.agent.compute.Computed.consistent`."""
+numbers are kept at or below the last consistent computation's (:mod:`rte.agent.compute.topology`), and
+the agent reports it through :attr:`rte.agent.compute.topology.Computed.consistent`."""
 
 
 @cache  # a node has one or two page sizes, named for every zone on every cycle
@@ -61,7 +61,7 @@ DeviceHeld = tuple[str, str, str]
 
 class NeedsDetail(Exception):
     """A rule was about to note a finding about one pod while working from sums over the pods
-    (:mod:`rte.agent.podtally`), which no longer say which pod. The caller starts again from the
+    (:mod:`rte.agent.compute.podtally`), which no longer say which pod. The caller starts again from the
     pods themselves, so every finding names its pod exactly as a full computation does."""
 
 
@@ -69,7 +69,7 @@ class NeedsDetail(Exception):
 class Held:
     """What ``List`` says the pods hold, in the form the accounting rules read.
 
-    Built from the pods (:func:`rte.agent.accounting.held_by`, every entry naming its pod), or from
+    Built from the pods (:func:`rte.agent.compute.accounting.held_by`, every entry naming its pod), or from
     a tally's sums (``who`` empty: one entry per distinct block key or device). The rules only
     sum, unite and test membership, so both give the same numbers; a rule that would note a
     finding about an entry with an empty ``who`` raises :class:`NeedsDetail` instead.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rte.agent.accounting import Accounting
+from rte.agent.compute.accounting import Accounting
 from rte.host.kubelet_config import (
     ADMISSION_FEATURE_GATES,
     FULL_PCPUS_ONLY_OPTION,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rte.agent import inotify as ino
+from rte.agent.watch import inotify as ino
 
 log = logging.getLogger(__name__)
 

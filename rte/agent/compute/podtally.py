@@ -5,12 +5,12 @@ changed. Usually one pod changed among hundreds or thousands, yet accounting fro
 every one of them (about 10 µs each: 51-61 ms a cycle at 5000 pods, issue #13). A
 :class:`PodTally` keeps what each pod holds (:class:`PodFacts`, computed once per pod object)
 and the sums over all listed pods that the accounting rules read
-(:class:`~rte.agent.ledger.Held`); a new List adds the facts of the pods it has not seen and
+(:class:`~rte.agent.compute.ledger.Held`); a new List adds the facts of the pods it has not seen and
 subtracts those of the pods that are gone.
 
 Pods are known by identity: the socket reader hands out the same
 :class:`~rte.podres.types.PodResources` object for a pod whose bytes did not change
-(:class:`rte.agent.kubelet.SocketReader`), and the tally holds a reference to every pod it
+(:class:`rte.podres.reader.SocketReader`), and the tally holds a reference to every pod it
 counts, so no id is reused while counted. A reader that builds new objects every time (a
 scenario directory) pays a full pass, as before, with the same result.
 
@@ -18,26 +18,26 @@ Exactness: the rules only add, unite and test membership, so the sums give the n
 accounting from the pods gives. Findings need the pods themselves: while :attr:`PodTally.clean`
 is False (a pod listed twice, a CPU or device held by two pods, a finding about one pod alone)
 the accounting reads the pods, and so it does when a rule would note a finding about some
-pod's holding (:class:`~rte.agent.ledger.NeedsDetail`).
+pod's holding (:class:`~rte.agent.compute.ledger.NeedsDetail`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import Counter
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rte.agent.cpu_accounting import listed_cpus
-from rte.agent.device_accounting import held_devices
-from rte.agent.ledger import Held
-from rte.agent.listcheck import pod_is_clean
-from rte.agent.memory_accounting import held_memory
-from rte.agent.podset import SpecVerdicts, has_exclusive_assignment
+from rte.agent.compute.cpu_accounting import listed_cpus
+from rte.agent.compute.device_accounting import held_devices
+from rte.agent.compute.ledger import Held
+from rte.agent.compute.listcheck import pod_is_clean
+from rte.agent.compute.memory_accounting import held_memory
+from rte.agent.compute.podset import SpecVerdicts, has_exclusive_assignment
 from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
+from rte.podres.source import PodChange, identity_change
 from rte.podres.types import PodResources
 
 MemoryKey = tuple[tuple[int, ...], str]
@@ -93,30 +93,6 @@ class _Sorted:
     def remove(self, facts: PodFacts) -> None:
         del self.keys[bisect_left(self.keys, facts.key)]
         del self.hashes[bisect_left(self.hashes, facts.hash)]
-
-
-@dataclass(frozen=True)
-class PodChange:
-    """How one List's pods differ from the previous one's, by identity (a reader that knows it
-    says so, and the tally then does no work for the pods that stayed).
-
-    ``gone`` and ``new`` are multisets: an object listed twice and then once is ``gone`` once.
-    """
-
-    before: Sequence[PodResources]
-    gone: Sequence[PodResources]
-    new: Sequence[PodResources]
-
-
-def identity_change(before: Sequence[PodResources], after: Sequence[PodResources]) -> PodChange:
-    """The change from ``before`` to ``after``, found by comparing every object's identity."""
-    old, now = Counter(map(id, before)), Counter(map(id, after))
-    objects = {id(p): p for p in (*before, *after)}
-    return PodChange(
-        before,
-        [objects[i] for i, n in (old - now).items() for _ in range(n)],
-        [objects[i] for i, n in (now - old).items() for _ in range(n)],
-    )
 
 
 class PodTally:

@@ -1,7 +1,7 @@
 """The kubelet's ``List`` checked for contradictions before it is accounted.
 
-Each contradiction is a :class:`~rte.agent.ledger.Finding` that makes the computation
-inconsistent (:data:`~rte.agent.ledger.INCONSISTENT_KINDS`), and each is charged the worst case:
+Each contradiction is a :class:`~rte.agent.compute.ledger.Finding` that makes the computation
+inconsistent (:data:`~rte.agent.compute.ledger.INCONSISTENT_KINDS`), and each is charged the worst case:
 
 * **the same pod listed twice**: identical entries are one pod listed twice and are charged once;
   entries that differ may be two pods with one name (one being removed, one admitted), so both
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rte.agent.ledger import Finding
+from rte.agent.compute.ledger import Finding
 from rte.model.cpuset import format_cpuset
 from rte.podres.types import PodResources
 
@@ -78,7 +78,7 @@ def _twice(what: str, owner: str, others: set[str], kind: str = "cpu_assigned_tw
 def pod_is_clean(pod: PodResources) -> bool:
     """True when ``pod`` alone gives no finding: no empty name, no CPU or device in two of its
     containers. A List of clean pods with distinct names, CPUs and devices gives none at all,
-    which is what lets :mod:`rte.agent.podtally` skip this check for pods it has seen."""
+    which is what lets :mod:`rte.agent.compute.podtally` skip this check for pods it has seen."""
     return not _empty_names(pod) and not _assigned_twice((pod,))
 
 

@@ -2,7 +2,7 @@
 
 Readers produce it (the daemon's :class:`~rte.agent.scanner.Scanner`, which ``rte dump`` uses
 once, and the simulator's agent over its simulated kubelet); the pure
-:func:`rte.agent.compute.compute_topology` turns it into the object. A new input (another
+:func:`rte.agent.compute.topology.compute_topology` turns it into the object. A new input (another
 podresources field, another checkpoint file) is one field here, filled by the readers and used
 by the accounting, with nothing in between passing it along.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rte.agent.podset import PodGlob
-from rte.agent.podtally import PodTally
+from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.podtally import PodTally
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
@@ -34,7 +34,7 @@ class Checkpoints:
     Optional truth: accounting works from podresources alone and uses a checkpoint to add what
     podresources cannot say: the CPUs and memory finished init containers still hold, and how a
     multi-NUMA memory block was split. Where the two disagree, accounting never takes the more
-    optimistic one (:mod:`rte.agent.cpu_accounting`, :mod:`rte.agent.memory_accounting`).
+    optimistic one (:mod:`rte.agent.compute.cpu_accounting`, :mod:`rte.agent.compute.memory_accounting`).
     """
 
     memory: MemoryManagerState | None = None
@@ -51,7 +51,7 @@ class KubeletReading:
     ``allocatable`` None: the kubelet does not offer GetAllocatableResources, so allocatable is
     derived from sysfs and the kubelet config. ``tally``: the reader's running sums over its
     pods, which the computation brings up to ``pods`` and reads instead of walking every pod
-    (:mod:`rte.agent.podtally`); a memo only, the object is the same without it.
+    (:mod:`rte.agent.compute.podtally`); a memo only, the object is the same without it.
     """
 
     allocatable: AllocatableResources | None
@@ -83,7 +83,7 @@ class NodeReading:
     switch the fingerprint to the spec rule. ``zone_attributes`` (NUMA id -> attributes, e.g. the
     zone load) are added to the zones. ``last_consistent`` is what the last consistent computation
     left available per (zone name, resource); a computation whose kubelet data contradicts itself
-    publishes no more than that (:func:`rte.agent.compute.compute_topology`).
+    publishes no more than that (:func:`rte.agent.compute.topology.compute_topology`).
     """
 
     node_name: str
