@@ -44,10 +44,10 @@ from rte.errors import RteError
 
 __all__ = [
     "METADATA_ATTRIBUTE",
-    "PREFIX",
+    "METADATA_PREFIX",
+    "METADATA_VERSION",
     "VECTOR_ATTRIBUTE",
     "VECTOR_ENCODING_LEB89",
-    "VERSION",
     "ContainerId",
     "NumaPlacementError",
     "Payload",
@@ -63,8 +63,8 @@ __all__ = [
 
 METADATA_ATTRIBUTE = "topology.node.k8s.io/numaplacement-metadata"
 VECTOR_ATTRIBUTE = "topology.node.k8s.io/numaplacement-vector"
-PREFIX = "npv0"
-VERSION = "v001"
+METADATA_PREFIX = "npv0"
+METADATA_VERSION = "v001"
 VECTOR_ENCODING_LEB89 = "leb89"
 _SEPARATOR = "::"
 _UNKNOWN = -1  # upstream UnknownMetadataValue: a metadata field the text did not set
@@ -268,7 +268,7 @@ class Payload:
             f"nn={self.numa_nodes}",
             f"bn={self.busiest_node}",
         )
-        return PREFIX + VERSION + _SEPARATOR + _SEPARATOR.join(fields)
+        return METADATA_PREFIX + METADATA_VERSION + _SEPARATOR + _SEPARATOR.join(fields)
 
     def with_vectors(self, vectors: Mapping[int, str]) -> Payload:
         return Payload(
@@ -321,7 +321,7 @@ def unpack_metadata(text: str) -> Payload:
     Fields may come in any order and repeat (the last wins); a field the text lacks stays -1
     (``ve``: empty), which :meth:`Payload.validate` then refuses.
     """
-    head = PREFIX + VERSION + _SEPARATOR
+    head = METADATA_PREFIX + METADATA_VERSION + _SEPARATOR
     if not text.startswith(head):
         raise MalformedMetadataError(f"metadata does not start with {head!r}: {text[:40]!r}")
     values: dict[str, int] = {"cc": _UNKNOWN, "nn": _UNKNOWN, "bn": _UNKNOWN}
