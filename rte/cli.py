@@ -17,7 +17,7 @@ from rte.commands.kubeflags import KubeFlags, kube_options
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.consumer.strategies import DEFAULT_STRATEGY_NAME, STRATEGIES
 from rte.errors import InputError
-from rte.model.vocabulary import FingerprintMethod
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
 
 if TYPE_CHECKING:
     from rte.settings.schema import Schema
@@ -104,6 +104,14 @@ def fingerprint_cmd(
     " init containers still hold and settle multi-NUMA memory blocks.",
 )
 @_method_option("Which pods the fingerprint covers.")
+@click.option(
+    "--numa-placement",
+    type=click.Choice([m.value for m in NumaPlacementMode], case_sensitive=False),
+    default=NumaPlacementMode.CONTAINER.value,
+    show_default=True,
+    help="container: publish which NUMA node each exclusive container sits on (numaplacement"
+    " attributes, single-numa-node policy only); none: do not.",
+)
 @reports_errors
 def dump_cmd(
     sysfs_root: str | None,
@@ -114,6 +122,7 @@ def dump_cmd(
     kubelet_config: str | None,
     kubelet_dir: str | None,
     method: str,
+    numa_placement: str,
 ) -> None:
     """Print the NodeResourceTopology this node would publish (nothing is written)."""
     from rte.commands.dump import dump
@@ -126,6 +135,7 @@ def dump_cmd(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=FingerprintMethod(method),
+        numa_placement=NumaPlacementMode.parse(numa_placement, "--numa-placement"),
         ask_kubelet=not no_kubelet,
     )
 
