@@ -110,6 +110,7 @@ def compute_topology(reading: NodeReading) -> Computed:
         reading.machine.cpu_to_node(),
         kubelet.pods if kubelet is not None else (),
         counted,
+        [key for key, pod in reading.specs.items() if pod.is_terminal] if reading.specs else (),
     )
     if placement.vectors:
         accounting = replace(

@@ -21,7 +21,8 @@ of these (shared pool only) is not encoded, as in RTE. The fingerprint's pods ar
 RTE's "NUMA-eligible" pods for ``rte dump`` and ``with-exclusive-resources``, so the same node
 encodes the same containers as RTE there; with pod specs (the daemon) pods the consumer does not
 count (not yet Running in the ``Shared`` informer mode, excluded by ``pod_exclude``) are left out
-on both sides.
+on both sides, and so are pods whose spec says they ended (the fingerprint counts them in the
+``Dedicated`` informer mode; they hold nothing and the consumer leaves them out too).
 
 **Which node.** The NUMA node of the container's exclusive CPUs (machine CPU -> node map), devices
 and memory blocks. RTE trusts the first CPU alone; we look at all of them, and when a container's
@@ -39,7 +40,7 @@ zone name and only requires ids below ``nn``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from rte.host.kubelet_config import KubeletConfig
@@ -104,10 +105,12 @@ def compute_placement(
     cpu_to_node: Mapping[int, int],
     pods: Iterable[PodResources],
     counted: Iterable[tuple[str, str]] | None,
+    terminal: Collection[tuple[str, str]] = (),
 ) -> Placement:
     """The placement of the exclusive containers of the ``counted`` pods among ``pods``.
 
     ``counted`` None means no fingerprint is published, so nothing is (module docstring).
+    ``terminal``: pods whose spec says they ended (the fingerprint may count them); left out.
     """
     if mode is NumaPlacementMode.NONE:
         return _skip("numa_placement is none")
@@ -119,7 +122,7 @@ def compute_placement(
     machine_nodes = set(node_ids)
     if not machine_nodes:
         return _skip("the machine has no NUMA node")
-    wanted = set(counted)
+    wanted = set(counted).difference(terminal)
     placements: list[tuple[ContainerId, int]] = []
     for pod in pods:
         if (pod.namespace, pod.name) not in wanted:

@@ -83,6 +83,14 @@ def test_only_pods_the_fingerprint_counts_are_encoded() -> None:
     assert placement.containers == ((ContainerId("ns", "b", "y"), 1),)
 
 
+def test_pods_whose_spec_says_they_ended_are_left_out() -> None:
+    pods = [_pod("a", _cpus("x", 0)), _pod("b", _cpus("y", 2))]
+    placement = compute_placement(
+        CONTAINER, SNN, (0, 1, 2), CPU_NODE, pods, [("ns", "a"), ("ns", "b")], [("ns", "a")]
+    )
+    assert placement.containers == ((ContainerId("ns", "b", "y"), 1),)
+
+
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
