@@ -46,12 +46,11 @@ from dataclasses import dataclass
 from rte.host.kubelet_config import KubeletConfig
 from rte.model import numaplacement as npl
 from rte.model.numaplacement import ContainerId
+from rte.model.topology_manager import POLICY_SINGLE_NUMA_NODE
 from rte.model.vocabulary import NumaPlacementMode
 from rte.podres.types import ContainerResources, PodResources
 
 log = logging.getLogger(__name__)
-
-SINGLE_NUMA_NODE = "single-numa-node"
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def compute_placement(
     """
     if mode is NumaPlacementMode.NONE:
         return _skip("numa_placement is none")
-    if config is None or config.topology_manager_policy != SINGLE_NUMA_NODE:
+    if config is None or config.topology_manager_policy != POLICY_SINGLE_NUMA_NODE:
         policy = config.topology_manager_policy if config is not None else "unknown"
         return _skip(f"Topology Manager policy {policy} is not single-numa-node")
     if counted is None:

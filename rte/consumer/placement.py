@@ -39,8 +39,7 @@ from rte.model.numaplacement import ContainerId
 from rte.model.pod import QOS_GUARANTEED, Container, Pod, PodKey
 from rte.model.quantity import ceil_value, milli_value
 from rte.model.topology import NodeTopology
-
-SINGLE_NUMA_NODE = "single-numa-node"
+from rte.model.topology_manager import POLICY_SINGLE_NUMA_NODE
 
 
 class Outcome(StrEnum):
@@ -152,7 +151,7 @@ def decode_node_placement(topology: NodeTopology, pods: Iterable[Pod]) -> NodePl
     if metadata is None:
         return NO_PLACEMENT
     policy = topology.attribute(names.TOPOLOGY_MANAGER_POLICY)
-    if policy != SINGLE_NUMA_NODE:
+    if policy != POLICY_SINGLE_NUMA_NODE:
         return NodePlacement(Outcome.ABSENT, detail=f"policy {policy}")
     try:
         payload = npl.unpack_metadata(metadata)
@@ -183,9 +182,3 @@ def decode_node_placement(topology: NodeTopology, pods: Iterable[Pod]) -> NodePl
     except npl.NumaPlacementError as e:
         return NodePlacement(Outcome.ERROR, detail=str(e))
     return NodePlacement(Outcome.DECODED, decoded)
-
-
-def pod_zone(placement: NodePlacement, key: PodKey) -> int | None:
-    """The one NUMA id all the placed containers of pod ``key`` share; None if none or several."""
-    zones = set(placement.pod_zones(key).values())
-    return zones.pop() if len(zones) == 1 else None
