@@ -173,5 +173,9 @@ def dump(
 
         yaml.safe_dump(to_nrt(topology), out, sort_keys=False, default_flow_style=False)
     else:
-        out.write(render_table(topology, reading.machine))
+        pinned: dict[int, list[str]] = {}
+        if computed.placement is not None and computed.placement.metadata is not None:
+            for cid, numa in computed.placement.containers:
+                pinned.setdefault(numa, []).append(f"{cid.namespace}/{cid.pod}/{cid.container}")
+        out.write(render_table(topology, reading.machine, pinned))
     return topology

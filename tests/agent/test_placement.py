@@ -242,3 +242,13 @@ def test_numa_placement_defaults_to_container_and_is_set_by_flag_env_and_file(tm
     bad = CliRunner().invoke(main, ["run", "--dump-config"], env={"RTE_NUMA_PLACEMENT": "pod"})
     assert bad.exit_code == 2
     assert bad.stderr.startswith("rte: error: RTE_NUMA_PLACEMENT:")
+
+
+def test_rte_dump_s_table_lists_the_containers_pinned_on_each_zone() -> None:
+    args = ["dump", "--sysfs", str(R640_SYSFS), "--node-name", "n1", "--podresources", str(R640_STATIC)]
+    result = CliRunner().invoke(main, [*args, "--kubelet-config", str(R640_KUBELET_CONFIG)])
+    assert result.exit_code == 0, result.stderr
+    zones = result.stdout.split("\n\n")
+    assert "pinned containers (numaplacement): cnf/dpdk-app-0/app" in zones[1]  # node-0
+    assert "topology.node.k8s.io/numaplacement-vector: !" in zones[2]  # node-1
+    assert "pinned containers (numaplacement): cnf/numa1-worker-7f9c/worker" in zones[2]
