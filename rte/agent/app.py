@@ -228,6 +228,7 @@ class AgentApp:
                 settings.fingerprint_method,
                 settings.informer_mode,
                 tuple(PodGlob.parse(g) for g in settings.pod_exclude),
+                settings.numa_placement,
             ),
             checkpoints=CheckpointFiles(Path(settings.kubelet_root)),
             zone_attributes=_zone_load(settings),

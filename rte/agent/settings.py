@@ -27,7 +27,7 @@ from typing import Any
 from rte.durations import format_duration
 from rte.errors import SettingError
 from rte.model.names import object_name_problem
-from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode
 from rte.podres.reader import endpoint_problem
 from rte.settings.loader import load, located, render_settings
 from rte.settings.schema import (
@@ -137,6 +137,11 @@ class AgentSettings:
     """The consumer's informer mode, which decides which pods it fingerprints."""
     pod_exclude: tuple[str, ...] = field(default=(), metadata=setting(LIST, metavar="GLOB"))
     """namespace/name shell globs of pods left out of the fingerprint (comma-separated in env)."""
+    numa_placement: NumaPlacementMode = field(
+        default=NumaPlacementMode.CONTAINER, metadata=setting(CHOICE, enum=NumaPlacementMode)
+    )
+    """container: publish which NUMA node each exclusive container sits on (numaplacement
+    attributes, single-numa-node policy only); none: do not."""
     zone_load: bool = field(default=False, metadata=setting(BOOL))
     """Publish per-zone CPU and memory use attributes (each changes only when leaving its band)."""
     zone_load_band: float = field(default=10.0, metadata=setting(FLOAT, above=0.0, maximum=100.0))

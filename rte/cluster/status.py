@@ -17,6 +17,9 @@ Pure functions over decoded objects (Nodes, NRTs, Leases, pods); reading them is
 * **Fingerprint**: the pods bound to the node, counted with the consumer's rules (informer mode,
   fingerprint method, the exclusivity classifier: :func:`rte.consumer.cache.resync.compare`),
   against the NRT's published fingerprint, exactly as the scheduler's reserve cache compares.
+* **Placement**: when the NRT publishes numaplacement and its fingerprint matches those pods,
+  which NUMA zone each pinned container sits on (:func:`rte.consumer.placement.decode_node_placement`);
+  with another pod set it cannot be decoded (a MISMATCH outcome).
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from enum import StrEnum
 from rte.consumer.agentpods import agent_pod_state
 from rte.consumer.cache.resync import CompareResult, Comparison, compare
 from rte.consumer.config import ResyncMethod
+from rte.consumer.placement import NodePlacement, Outcome, decode_node_placement
 from rte.consumer.store import heartbeat_from_lease, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.errors import InputError
+from rte.model import numaplacement as npl
 from rte.model.nrt import from_nrt
-from rte.model.pod import pod_from_manifest, resource_quantities
+from rte.model.pod import Pod, counts_for_fingerprint, pod_from_manifest, resource_quantities
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import InformerMode
@@ -163,6 +168,9 @@ class NodeStatus:
     """The Node's ``status.allocatable``, when the Node exists."""
     agent: AgentInfo | None = None
     """The node's agent pod, when agent pods were read and it has one."""
+    placement: NodePlacement | None = None
+    """The NRT's numaplacement, decoded for the node's pods (:func:`placement_of`); None when the
+    NRT publishes none or pods were not read."""
 
     def agent_unready_for(self, now: float) -> float | None:
         """Seconds its agent pod has not been ready; None when it is ready or unknown."""
@@ -262,6 +270,7 @@ def node_statuses(
             allocatable = resource_quantities(status.get("allocatable"), f"Node {name}: status.allocatable")
         lease = lease_objs.get(name)
         comparison = None
+        placement = None
         if topology is not None and pods_by_node is not None:
             pods = [
                 pod_from_manifest(p, source=f"pod {(p.get('metadata') or {}).get('name', '?')}")
@@ -270,6 +279,7 @@ def node_statuses(
             comparison = compare(
                 topology, pods, resync_method, informer_mode, resource_names_of(topology), now
             )
+            placement = placement_of(topology, pods, comparison, informer_mode)
         out.append(
             NodeStatus(
                 name=name,
@@ -281,6 +291,20 @@ def node_statuses(
                 fingerprint=comparison,
                 allocatable=allocatable,
                 agent=agents.get(name),
+                placement=placement,
             )
         )
     return out
+
+
+def placement_of(
+    topology: NodeTopology, pods: Iterable[Pod], comparison: Comparison, informer_mode: InformerMode
+) -> NodePlacement | None:
+    """The numaplacement of ``topology`` for the node's ``pods``: decoded when the fingerprint
+    matches them (the pods it counts are then the agent's), a MISMATCH otherwise; None when the
+    NRT publishes none."""
+    if topology.attribute(npl.METADATA_ATTRIBUTE) is None:
+        return None
+    if comparison.result is not CompareResult.MATCH:
+        return NodePlacement(Outcome.MISMATCH, detail="the fingerprint does not match the node's pods")
+    return decode_node_placement(topology, [p for p in pods if counts_for_fingerprint(p, informer_mode)])

@@ -32,7 +32,7 @@ from rte.host.sysfs import read_machine
 from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import FingerprintMethod
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
 from rte.podres.reader import (
     ONE_SHOT_BURST,
     ONE_SHOT_QPS,
@@ -69,6 +69,7 @@ def read_node(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+    numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER,
     timeout: float = KUBELET_TIMEOUT,
     ask_kubelet: bool = True,
     default_endpoint: str = DEFAULT_ENDPOINT,
@@ -95,7 +96,7 @@ def read_node(
             reader=reader,
             machine_loader=lambda: machine,
             kubelet_config=config,
-            rules=PublishingRules(method),
+            rules=PublishingRules(method, numa_placement=numa_placement),
             checkpoints=checkpoints,
         )
 
@@ -140,6 +141,7 @@ def dump(
     kubelet_config: str | None = None,
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
+    numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER,
     ask_kubelet: bool = True,
 ) -> NodeTopology:
     out, err = sys.stdout, sys.stderr
@@ -152,6 +154,7 @@ def dump(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=method,
+        numa_placement=numa_placement,
         ask_kubelet=ask_kubelet,
         err=err,
     )
@@ -159,6 +162,8 @@ def dump(
     topology, accounting = computed.topology, computed.accounting
     for finding in accounting.findings:
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
+    if computed.placement is not None and computed.placement.refused:
+        print(f"rte: warning: no numaplacement published: {computed.placement.skipped}", file=err)
     if output == "json":
         json.dump(to_nrt(topology), out, indent=2)
         out.write("\n")
@@ -167,5 +172,9 @@ def dump(
 
         yaml.safe_dump(to_nrt(topology), out, sort_keys=False, default_flow_style=False)
     else:
-        out.write(render_table(topology, reading.machine))
+        pinned: dict[int, list[str]] = {}
+        if computed.placement is not None and computed.placement.metadata is not None:
+            for cid, numa in computed.placement.containers:
+                pinned.setdefault(numa, []).append(f"{cid.namespace}/{cid.pod}/{cid.container}")
+        out.write(render_table(topology, reading.machine, pinned))
     return topology

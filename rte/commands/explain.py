@@ -7,7 +7,9 @@ For the pod as the cluster holds it, against every Node and its NRT as they are 
 * the nodes closest to fitting and what their best NUMA zone lacks
   (:mod:`rte.cluster.shortfall` defines "closest");
 * whether the pod's scheduler is one that reads NRTs at all (``--scheduler-profile``);
-* what the scheduler itself last said (the pod's ``PodScheduled`` condition).
+* what the scheduler itself last said (the pod's ``PodScheduled`` condition);
+* for the closest nodes whose NRT publishes numaplacement, which pods hold the zone named (their
+  pinned containers sit there): the pods a NUMA-aware preemption would look at.
 
 The NRTs are taken as published. A NUMA-aware scheduler also holds back what it has placed but
 no NRT shows yet (its reserve cache); the extender's ``GET /state`` shows those reservations.
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from rte.cluster.reader import ClusterReader
@@ -29,11 +31,14 @@ from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text
 from rte.consumer.api import Decision, NodeCandidate, evaluate
 from rte.consumer.config import DEFAULT_PROFILE
 from rte.consumer.numaview import build_view
+from rte.consumer.placement import NodePlacement, Outcome
 from rte.consumer.requests import prepare_pod
 from rte.errors import InputError
+from rte.model import numaplacement as npl
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 from rte.model.pod import PHASE_PENDING, Pod, pod_from_manifest
 from rte.model.quantity import quantity_text
+from rte.model.topology import numa_id_of
 from rte.runtime.reflector import Obj
 
 EXPLAIN_OUTPUTS = ("table", "json", "yaml")
@@ -51,6 +56,20 @@ class Explanation:
     closest: list[ZoneShortfall]
     now: float
     stale_after: float | None
+    placements: Mapping[str, NodePlacement] = field(default_factory=dict)
+    """Closest nodes whose NRT publishes numaplacement: as decoded for their pods."""
+
+    def holders(self, shortfall: ZoneShortfall) -> list[str] | None:
+        """The pods pinned on the zone of ``shortfall``, or None when that is not known."""
+        placement = self.placements.get(shortfall.node)
+        if placement is None or placement.outcome is not Outcome.DECODED:
+            return None
+        numa_id = numa_id_of(shortfall.zone)
+        return (
+            sorted({f"{c.namespace}/{c.pod}" for c in placement.zone_pods().get(numa_id, [])})
+            if numa_id is not None
+            else None
+        )
 
     @property
     def scheduler_message(self) -> str | None:
@@ -112,6 +131,7 @@ def explain_pod(
         closest_count,
         {s.name: s.allocatable for s in on_nodes if s.allocatable is not None},
     )
+    placements = _placements(reader, [s for s in on_nodes if any(n.node == s.name for n in near)], now)
     return Explanation(
         pod=pod,
         pod_obj=pod_obj,
@@ -122,7 +142,21 @@ def explain_pod(
         closest=near,
         now=now,
         stale_after=stale_after,
+        placements=placements,
     )
+
+
+def _placements(
+    reader: ClusterReader, statuses: Sequence[NodeStatus], now: float
+) -> dict[str, NodePlacement]:
+    """The numaplacement of the nodes whose NRT publishes one, decoded for their pods."""
+    names = [
+        s.name for s in statuses if s.topology is not None and s.topology.attribute(npl.METADATA_ATTRIBUTE)
+    ]
+    if not names:
+        return {}
+    found = read_statuses(reader, names=names, lease_namespace=None, fingerprints=True, now=now)
+    return {s.name: s.placement for s in found if s.placement is not None}
 
 
 def _lacks_text(shortfall: ZoneShortfall) -> str:
@@ -198,6 +232,15 @@ def render_explanation(e: Explanation) -> str:
     if e.closest:
         lines += ["", "Closest to fitting (what the best NUMA zone lacks for the whole pod):"]
         lines += ["  " + line for line in aligned([[s.node, s.zone, _lacks_text(s)] for s in e.closest])]
+        held = [(s, e.holders(s)) for s in e.closest]
+        if any(pods is not None for _, pods in held):
+            lines += ["", "Pods pinned on those zones (numaplacement):"]
+            lines += [
+                "  " + line
+                for line in aligned(
+                    [[s.node, s.zone, ", ".join(pods) or "none"] for s, pods in held if pods is not None]
+                )
+            ]
     if e.scheduler_message:
         lines += ["", f"The scheduler said: {e.scheduler_message}"]
     return "\n".join(lines) + "\n"
@@ -229,6 +272,7 @@ def explanation_dict(e: Explanation) -> dict[str, Any]:
             {
                 "node": s.node,
                 "zone": s.zone,
+                **({"pinnedPods": pods} if (pods := e.holders(s)) is not None else {}),
                 "lacks": [
                     {
                         "resource": lack.resource,

@@ -15,7 +15,7 @@ import click
 from rte.commands.errors import reports_errors
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.commands.renamed import former_flag
-from rte.model.vocabulary import FingerprintMethod
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
 
 if TYPE_CHECKING:
     from rte.settings.schema import Schema
@@ -108,6 +108,14 @@ def fingerprint_cmd(
     help="Kubelet root dir; its cpu_manager_state and memory_manager_state, when present, add what"
     " init containers still hold and settle multi-NUMA memory blocks.",
 )
+@click.option(
+    "--numa-placement",
+    type=click.Choice([m.value for m in NumaPlacementMode], case_sensitive=False),
+    default=NumaPlacementMode.CONTAINER.value,
+    show_default=True,
+    help="container: publish which NUMA node each exclusive container sits on (numaplacement"
+    " attributes, single-numa-node policy only); none: do not.",
+)
 @_method_option("Which pods the fingerprint covers.")
 @former_flag("--kubelet-dir", "kubelet_dir")
 @reports_errors
@@ -119,6 +127,7 @@ def dump_cmd(
     no_kubelet: bool,
     kubelet_config: str | None,
     kubelet_dir: str | None,
+    numa_placement: str,
     method: str,
 ) -> None:
     """Print the NodeResourceTopology this node would publish (nothing is written)."""
@@ -132,6 +141,7 @@ def dump_cmd(
         kubelet_config=kubelet_config,
         kubelet_dir=kubelet_dir,
         method=FingerprintMethod(method),
+        numa_placement=NumaPlacementMode.parse(numa_placement, "--numa-placement"),
         ask_kubelet=not no_kubelet,
     )
 

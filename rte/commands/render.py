@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from rte.host.machine import Machine
@@ -38,7 +38,11 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def render_table(topology: NodeTopology, machine: Machine) -> str:
+def render_table(
+    topology: NodeTopology, machine: Machine, pinned: Mapping[int, Sequence[str]] | None = None
+) -> str:
+    """The table of ``rte dump``; ``pinned``: NUMA id -> the containers the published
+    numaplacement puts there (``namespace/pod/container``), listed under each zone."""
     lines = [f"NodeResourceTopology {topology.name}: {len(topology.zones)} NUMA zone(s)", ""]
     node_ids = set(machine.node_ids)
     pci_by_node = Counter(d.numa_node for d in machine.pci_devices)
@@ -60,6 +64,10 @@ def render_table(topology: NodeTopology, machine: Machine) -> str:
             for r in zone.resources
         ]
         lines += _table(rows)
+        for attr in zone.attributes:
+            lines.append(f"  {attr.name}: {attr.value}")
+        if pinned and numa_id is not None and pinned.get(numa_id):
+            lines.append(f"  pinned containers (numaplacement): {', '.join(pinned[numa_id])}")
         lines.append("")
     packages = machine.packages()
     cores = machine.core_groups()

@@ -3,7 +3,9 @@
 One line per node and zone: available/allocatable cpu, memory, hugepages and devices, the
 Topology Manager policy and scope, the NRT's age (time since it last changed), the agent's
 Lease age, whether the NRT's fingerprint matches the pods bound to the node, and a STATUS that
-names what is stale (:mod:`rte.cluster.status`).
+names what is stale (:mod:`rte.cluster.status`). ``-o wide`` adds the fingerprints and, when the
+NRT publishes numaplacement, the pods whose pinned containers sit on each zone (PINNED-PODS;
+``<mismatch>`` when the node's pods are not the NRT's set, so it cannot be decoded).
 
 ``--watch`` polls: every ``--interval`` it reads again and redraws. Polling rather than watching,
 because the ages on screen change every second whether or not an object does, so the screen is
@@ -27,6 +29,7 @@ from rte.cluster.snapshot import read_statuses
 from rte.cluster.status import OK, NodeStatus
 from rte.commands.humanize import age_text, aligned, amount_text, heartbeat_text, is_bytes
 from rte.consumer.config import ResyncMethod
+from rte.consumer.placement import NodePlacement, Outcome
 from rte.errors import InputError, RteError
 from rte.model.attributes import HEARTBEAT_LEASE_NAMESPACE
 from rte.model.quantity import quantity_text
@@ -48,7 +51,7 @@ _COLUMNS = (
     "PODS",
     "STATUS",
 )
-_WIDE = ("FINGERPRINT", "COMPUTED", "COUNTED")
+_WIDE = ("FINGERPRINT", "COMPUTED", "COUNTED", "PINNED-PODS")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,32 @@ def _cells(zone: Zone, wide: bool) -> tuple[str, str, str, str]:
     return cpu, memory, ",".join(huge) or "-", ",".join(devices) or "-"
 
 
+def _pinned_cell(placement: NodePlacement | None, zone: Zone) -> str:
+    """The pods whose pinned containers sit on ``zone`` (numaplacement), or why that is unknown."""
+    if placement is None:
+        return "-"
+    if placement.outcome is not Outcome.DECODED:
+        return f"<{placement.outcome.value}>"
+    here = placement.zone_pods().get(zone.numa_id, []) if zone.numa_id is not None else []
+    pods = sorted({f"{c.namespace}/{c.pod}" for c in here})
+    return ",".join(pods) or "-"
+
+
+def _placement_dict(placement: NodePlacement | None, zones: Sequence[Zone]) -> dict[str, Any] | None:
+    if placement is None:
+        return None
+    by_zone = placement.zone_pods()
+    return {
+        "outcome": placement.outcome.value,
+        "detail": placement.detail,
+        "zones": {
+            z.name: [f"{c.namespace}/{c.pod}/{c.container}" for c in by_zone.get(z.numa_id, [])]
+            for z in zones
+            if z.numa_id is not None
+        },
+    }
+
+
 def _node_cells(s: NodeStatus, now: float, opts: TopOptions) -> list[str]:
     lease = heartbeat_text(s, now)
     pods = s.fingerprint.result.value if s.fingerprint is not None else "-"
@@ -110,9 +139,10 @@ def render_top_table(statuses: Sequence[NodeStatus], now: float, opts: TopOption
         extra = [fp.expected or "-", fp.computed, str(fp.pod_count)] if fp is not None else ["-", "-", "-"]
         zones = _sorted_zones(s.topology.zones) if s.topology else []
         if not zones:
-            rows.append([s.name, "<none>", "-", "-", "-", "-", *node, *(extra if wide else [])])
+            rows.append([s.name, "<none>", "-", "-", "-", "-", *node, *([*extra, "-"] if wide else [])])
         for zone in zones:
-            rows.append([s.name, zone.name, *_cells(zone, wide), *node, *(extra if wide else [])])
+            pinned = [_pinned_cell(s.placement, zone)] if wide else []
+            rows.append([s.name, zone.name, *_cells(zone, wide), *node, *(extra + pinned if wide else [])])
     return "\n".join(aligned(rows)) + "\n"
 
 
@@ -156,6 +186,11 @@ def status_dict(s: NodeStatus, now: float, stale_after: float | None = None) -> 
             {"name": z.name, "resources": [_resource_dict(r) for r in z.resources]}
             for z in (_sorted_zones(s.topology.zones) if s.topology else [])
         ],
+        **(
+            {"numaPlacement": _placement_dict(s.placement, _sorted_zones(s.topology.zones))}
+            if s.placement is not None and s.topology is not None
+            else {}
+        ),
     }
 
 

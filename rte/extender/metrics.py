@@ -9,12 +9,13 @@ the fingerprint check stay pessimistically reserved and take fewer pods).
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import prometheus_client
 
 from rte.consumer.cache.interface import ResyncReport
-from rte.runtime.metrics import Counter, Gauge, Histogram, Registry, add_runtime_collectors
+from rte.consumer.placement import Outcome
+from rte.runtime.metrics import CallbackCounter, Counter, Gauge, Histogram, Registry, add_runtime_collectors
 
 VERBS = ("filter", "prioritize")
 
@@ -83,14 +84,29 @@ class ExtenderMetrics:
             "Nodes whose fingerprint did not match at the last resync pass.",
         )
 
+        self.numaplacement = CallbackCounter(
+            r,
+            "rte_extender_numaplacement_total",
+            "NRTs the reserve cache adopted, by what their numaplacement attributes gave: decoded,"
+            " absent (none published, or not single-numa-node), mismatch (the cache's container set"
+            " is not the agent's: no placement used), error (malformed attributes: no placement used).",
+            ("result",),
+            declared=[(o.value,) for o in Outcome],
+        )
+
     def track(
         self,
         *,
         ready: Callable[[], bool],
         nodes: Callable[[], int],
         leader: Callable[[], bool] = lambda: True,
+        placement: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
-        """Read readiness, the store's size and leadership at each scrape."""
+        """Read readiness, the store's size, leadership and the cache's numaplacement outcomes at
+        each scrape."""
+        if placement is not None:
+            read = placement
+            self.numaplacement.set_function(lambda: {(k,): float(v) for k, v in read().items()})
         self.ready.set_function(lambda: 1.0 if ready() else 0.0)
         self.nodes.set_function(lambda: float(nodes()))
         self.is_leader.set_function(lambda: 1.0 if leader() else 0.0)

@@ -144,7 +144,13 @@ class ExtenderService:
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
-        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store), leader=self.is_leader)
+        self.metrics.track(
+            ready=self.ready,
+            nodes=lambda: len(self.store),
+            leader=self.is_leader,
+            # the reserve cache counts its numaplacement decodes; other caches decode none
+            placement=getattr(cache, "placement_outcomes", None),
+        )
 
     # --- readiness -----------------------------------------------------------------------
 

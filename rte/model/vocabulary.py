@@ -13,6 +13,8 @@ concept, the enum's value:
   ``podfingerprint.go``), which consumers compare byte for byte.
 * :class:`Compat`: ``kubelet`` / ``reference``, whose admission decisions the consumer
   reproduces (``rte fit``, ``rte extender`` and ``rte simulate`` take it as ``--compat``).
+* :class:`NumaPlacementMode`: ``container`` / ``none``, the numaresources-operator's
+  ``NUMAPlacementMode``: whether the agent publishes the numaplacement attributes.
 """
 
 from __future__ import annotations
@@ -66,3 +68,15 @@ class Compat(Choice):
 
     KUBELET = "kubelet"
     REFERENCE = "reference"
+
+
+class NumaPlacementMode(Choice):
+    """Whether the agent publishes the numaplacement attributes (RTE PR #402's switch).
+
+    The values are the numaresources-operator's ``NUMAPlacementMode`` (``container`` | ``none``).
+    """
+
+    CONTAINER = "container"
+    """Publish which NUMA node each exclusive container sits on (:mod:`rte.agent.compute.placement`)."""
+    NONE = "none"
+    """Publish no placement: consumers fall back to their behaviour without it."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -160,3 +160,37 @@ class SnapshotGauge(Collector):
         for key, value in values:
             family.add_metric(list(key), value)
         return [family]
+
+
+class CallbackCounter(Collector):
+    """A labelled counter whose values are read at each scrape from ``read`` (label values ->
+    running total), for totals kept by another object; ``declared`` series always show."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        name: str,
+        help: str,
+        labelnames: Sequence[str],
+        declared: Iterable[tuple[str, ...]] = (),
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.labelnames = tuple(labelnames)
+        self._declared = tuple(declared)
+        self._read: Callable[[], Mapping[tuple[str, ...], float]] = dict
+        registry.register(self)
+
+    def set_function(self, read: Callable[[], Mapping[tuple[str, ...], float]]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterable[Metric]:
+        family = CounterMetricFamily(self.name, self.help, labels=self.labelnames)
+        values = {key: 0.0 for key in self._declared}
+        values.update(self._read())
+        for key, value in sorted(values.items()):
+            family.add_metric(list(key), float(value))
+        return [family]
+
+    def describe(self) -> Iterable[Metric]:
+        return [CounterMetricFamily(self.name, self.help, labels=self.labelnames)]

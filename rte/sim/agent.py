@@ -15,7 +15,7 @@ from rte.agent.compute.reading import KubeletReading, NodeReading, PublishingRul
 from rte.agent.compute.topology import compute_topology
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode
 from rte.sim.hardware import NodeHardware
 from rte.sim.kubelet import SimKubelet
 
@@ -31,11 +31,12 @@ class SimAgent:
         *,
         method: FingerprintMethod,
         informer_mode: InformerMode = InformerMode.DEDICATED,
+        numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER,
     ) -> None:
         self.node_name = node_name
         self.hardware = hardware
         self.kubelet = kubelet
-        self.rules = PublishingRules(method, informer_mode)
+        self.rules = PublishingRules(method, informer_mode, numa_placement=numa_placement)
         self.last: NodeTopology | None = None
         self.findings = 0
         """Accounting findings seen (each is an inconsistency between kubelet and hardware)."""

@@ -56,7 +56,14 @@ def build_nodes(config: SimConfig) -> Nodes:
     mode = config.informer_mode
     kubelets = [SimKubelet(hw) for hw in hardware]
     agents = [
-        SimAgent(name, hw, kubelet, method=config.fingerprint_method, informer_mode=mode)
+        SimAgent(
+            name,
+            hw,
+            kubelet,
+            method=config.fingerprint_method,
+            informer_mode=mode,
+            numa_placement=config.numa_placement,
+        )
         for name, hw, kubelet in zip(names, hardware, kubelets, strict=True)
     ]
     return Nodes(names, hardware, kubelets, agents, mode)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rte.model import fingerprint as fp
+from rte.model import numaplacement as npl
 from rte.model.vocabulary import FingerprintMethod
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.apiserver.request import now_time
@@ -52,9 +53,11 @@ def nrt(
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
     policy: str = "single-numa-node",
     scope: str = "container",
+    placed: Mapping[tuple[str, str, str], int] | None = None,
 ) -> dict[str, Any]:
     """A v1alpha2 NRT with zones ``node-0``, ``node-1``, ...; ``pods`` are the fingerprinted
-    ``(namespace, name)`` pairs (None: no fingerprint at all)."""
+    ``(namespace, name)`` pairs (None: no fingerprint at all); ``placed`` (namespace, pod,
+    container) -> NUMA id adds the numaplacement attributes an agent publishes for them."""
     attributes = [
         {"name": "topologyManagerPolicy", "value": policy},
         {"name": "topologyManagerScope", "value": scope},
@@ -67,6 +70,11 @@ def nrt(
             {"name": fp.ATTRIBUTE_METHOD, "value": method.value},
         ]
         annotations[fp.ANNOTATION] = sign
+    vectors: Mapping[int, str] = {}
+    if placed is not None:
+        payload = npl.encode(len(zones), [(npl.ContainerId(*key), numa) for key, numa in placed.items()])
+        attributes.append({"name": npl.METADATA_ATTRIBUTE, "value": payload.pack_metadata()})
+        vectors = payload.vectors
     return {
         "apiVersion": "topology.node.k8s.io/v1alpha2",
         "kind": "NodeResourceTopology",
@@ -82,6 +90,11 @@ def nrt(
                     {"name": r, "capacity": str(a), "allocatable": str(a), "available": str(v)}
                     for r, (a, v) in sorted(zone.items())
                 ],
+                **(
+                    {"attributes": [{"name": npl.VECTOR_ATTRIBUTE, "value": vectors[i]}]}
+                    if i in vectors
+                    else {}
+                ),
             }
             for i, zone in enumerate(zones)
         ],
@@ -252,6 +265,7 @@ def demo(api: FakeApiServer, now: datetime | None = None) -> None:
                     _worker((24, 24), 0, 0, (8, 8)),
                 ],
                 pods=[("telco", "du-1")],
+                placed={("telco", "du-1", "app"): 0},
             ),
         ),
         (
@@ -263,6 +277,7 @@ def demo(api: FakeApiServer, now: datetime | None = None) -> None:
                     _worker((24, 6), 48 * GI, 0, (8, 4)),
                 ],
                 pods=[("telco", "cu-1"), ("telco", "cu-2")],
+                placed={("telco", "cu-1", "app"): 0, ("telco", "cu-2", "app"): 1},
             ),
         ),
         (

@@ -16,7 +16,7 @@ from rte.model import fingerprint as fp
 from rte.model.nrt import to_nrt
 from rte.model.pod import Pod, pod_from_manifest
 from rte.model.topology import Attribute, ResourceInfo, Zone
-from rte.model.vocabulary import FingerprintMethod
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
 from rte.podres.files import PodResourcesFiles
 from tests.helpers.nrt_schema import schema_errors
 from tests.helpers.paths import R640_KUBELET_CONFIG, R640_MEMORY_STATE, R640_STATIC, R640_SYSFS
@@ -146,7 +146,11 @@ def test_pod_specs_switch_the_fingerprint_to_the_pods_the_api_binds_here() -> No
 @pytest.mark.parametrize("numa_id", [0, 1])
 def test_zone_attributes_land_on_their_numa_zone_only_and_unknown_ids_are_ignored(numa_id: int) -> None:
     computed = compute_topology(
-        _reading(zone_attributes={numa_id: {"cpuUtilizationPercent": "90"}, 7: {"x": "y"}})
+        _reading(
+            zone_attributes={numa_id: {"cpuUtilizationPercent": "90"}, 7: {"x": "y"}},
+            # no numaplacement vectors, which are zone attributes too (tests/agent/test_placement.py)
+            rules=PublishingRules(FingerprintMethod.ALL, numa_placement=NumaPlacementMode.NONE),
+        )
     )
     assert computed.topology.zones[numa_id].attributes == (Attribute("cpuUtilizationPercent", "90"),)
     assert computed.topology.zones[1 - numa_id].attributes == ()

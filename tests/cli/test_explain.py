@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from rte.cli import main
 from rte.cluster.reader import ClusterReader
+from rte.cluster.shortfall import ZoneShortfall
 from rte.commands.explain import Explanation, explain
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.views_cluster import GI, pod
@@ -75,6 +76,10 @@ def test_a_pod_that_fits_nowhere_gets_every_verdict_and_the_closest_misses(reade
         "  worker-1   node-1   memory 5.5Gi of 96Gi (6%)",
         "  worker-3   node-1   memory 5.5Gi of 96Gi (6%)",
         "  worker-2   node-1   cpu 18 of 24 (75%), memory 53.5Gi of 96Gi (56%)",
+        "",
+        # worker-1's NRT publishes numaplacement (du-1 on node-0); worker-2's pods are not its set
+        "Pods pinned on those zones (numaplacement):",
+        "  worker-1   node-1   none",
     ]
 
 
@@ -131,9 +136,20 @@ def test_json_and_yaml_carry_the_verdicts_the_near_misses_and_the_scheduler(read
     assert doc["closest"][0] == {
         "node": "worker-1",
         "zone": "node-1",
+        "pinnedPods": [],  # numaplacement: du-1 is pinned on node-0
         "lacks": [{"resource": "memory", "requested": str(96 * GI), "missing": str(11 * GI // 2)}],
     }
     assert (doc["schedulerMessage"], doc["kubeletRejection"]) == (None, None)
+
+
+def test_the_pods_pinned_on_a_closest_zone_are_named_from_numaplacement(reader: ClusterReader) -> None:
+    """worker-1 is among the closest nodes and its NRT says telco/du-1 sits on node-0 (its
+    fingerprint matches the node's pods, so the placement decodes); worker-2's does not."""
+    _, e = run_explain(reader, "default/train-big")
+    assert e.holders(ZoneShortfall("worker-1", "node-0", ())) == ["telco/du-1"]
+    assert e.holders(ZoneShortfall("worker-1", "node-1", ())) == []
+    assert e.holders(ZoneShortfall("worker-2", "node-0", ())) is None  # not its NRT's pod set
+    assert e.placements["worker-2"].outcome.value == "mismatch"
 
 
 def test_the_scheduler_message_and_a_kubelet_rejection_are_shown(

@@ -78,12 +78,25 @@ def test_the_table_has_one_line_per_node_and_zone_with_ages_fingerprints_and_sta
 
 def test_wide_adds_both_fingerprints_the_pods_counted_and_whole_device_names(open_demo: Opener) -> None:
     lines = run_top(open_demo, names=("worker-2",), output="wide").splitlines()
-    assert lines[0].split() == [*HEADER.split(), "FINGERPRINT", "COMPUTED", "COUNTED"]
+    assert lines[0].split() == [*HEADER.split(), "FINGERPRINT", "COMPUTED", "COUNTED", "PINNED-PODS"]
     published = fp.compute([("telco", "cu-1"), ("telco", "cu-2")])
     computed = fp.compute([("telco", "cu-1"), ("telco", "cu-2"), ("telco", "cu-3")])
     assert lines[1].split()[5] == "intel.com/sriov_netdevice=2/8"
-    assert lines[1].split()[-3:] == [published, computed, "3"]
+    assert lines[1].split()[-4:] == [published, computed, "3", "<mismatch>"]  # cu-3 is not counted yet
     assert len(lines) == 3
+
+
+def test_wide_shows_the_pods_pinned_on_each_zone_when_the_placement_decodes(open_demo: Opener) -> None:
+    """worker-1's NRT publishes numaplacement and its fingerprint matches: du-1 sits on node-0;
+    worker-2's pods are not its NRT's set (cu-3 is new), so its placement cannot be decoded."""
+    lines = run_top(open_demo, names=("worker-1", "worker-2"), output="wide").splitlines()
+    assert [line.split()[-1] for line in lines[1:]] == ["telco/du-1", "-", "<mismatch>", "<mismatch>"]
+    nodes = {n["node"]: n for n in json.loads(run_top(open_demo, names=("worker-1",), output="json"))}
+    assert nodes["worker-1"]["numaPlacement"] == {
+        "outcome": "decoded",
+        "detail": "",
+        "zones": {"node-0": ["telco/du-1/app"], "node-1": []},
+    }
 
 
 def test_json_and_yaml_hold_the_same_nodes_with_quantities_ages_and_findings(open_demo: Opener) -> None:

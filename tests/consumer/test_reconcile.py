@@ -250,11 +250,12 @@ def test_the_cache_never_serves_more_than_the_kubelet_will_have_whatever_the_eve
 ACTIONS = ("place", "place", "admit", "admit", "delete", "publish", "deliver", "inform", "inform", "resync")
 
 
-def run_random_history(rng: random.Random) -> None:
+def run_random_history(rng: random.Random, kubelet: Kubelet | None = None) -> OverReserveCache:
     """Random interleavings of placements (through the cache's Filter and Reserve), admissions in
     placement order, deletions, agent reads, NRT deliveries, pod events (delivered late, in order)
-    and resyncs; after each step, no zone may show more than the kubelet will have."""
-    kubelet = Kubelet()
+    and resyncs; after each step, no zone may show more than the kubelet will have. ``kubelet``:
+    another node double (one publishing numaplacement, tests/consumer/test_placement_numa.py)."""
+    kubelet = kubelet if kubelet is not None else Kubelet()
     store = NRTStore()
     store.apply(ADDED, kubelet.nrt([]))
     cache = OverReserveCache(store, CacheConfig())
@@ -317,6 +318,7 @@ def run_random_history(rng: random.Random) -> None:
             for z in range(2):
                 assert lookup.view.available["cpu"][z] <= cpu[z], (action, z, order)
                 assert lookup.view.available["memory"][z] <= memory[z], (action, z, order)
+    return cache
 
 
 def test_the_property_catches_a_cache_that_charges_only_the_zone_predicted_on_its_view(

@@ -18,11 +18,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.placement import Outcome
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
 from rte.extender.wire import extender_score
+from rte.model import numaplacement as npl
 from tests.helpers.extender import GI, PROFILE, Client, node, nrt, pod
 
 APP = {"cpu": 4, "memory": 8 * GI}
@@ -555,3 +557,27 @@ def test_a_node_whose_fingerprint_keeps_mismatching_shows_in_the_resync_series(r
     assert sample(samples, "rte_extender_resync_nodes_total", result="mismatched") == 1
     assert sample(samples, "rte_extender_resync_nodes_total", result="flushed") == 0
     assert sample(samples, "rte_extender_resync_mismatched_nodes") == 1
+
+
+def test_the_numaplacement_outcomes_of_adopted_nrts_are_counted(env: Env) -> None:
+    """rte_extender_numaplacement_total counts what each adopted NRT's numaplacement gave."""
+    before = scrape(env)
+    assert {r: sample(before, "rte_extender_numaplacement_total", result=r) for r in Outcome} == {
+        "decoded": 0,
+        "absent": 0,
+        "mismatch": 0,
+        "error": 0,
+    }
+    env.service.on_pod_event(ADDED, pod("first", APP, node="solo", phase="Running"))
+    payload = npl.encode(1, [(npl.ContainerId("default", "first", "main"), 0)])
+    obj = nrt("solo", [{"cpu": 0, "memory": 0}], pods=[("default", "first")])
+    obj["attributes"] += [
+        {"name": npl.METADATA_ATTRIBUTE, "value": payload.pack_metadata()},
+        {"name": "cpuManagerPolicy", "value": "static"},
+    ]
+    env.store.apply_object(MODIFIED, obj)
+    assert _fits(env, "solo") is False  # a lookup brings the node up to date: the NRT is adopted
+    after = scrape(env)
+    assert sample(after, "rte_extender_numaplacement_total", result="decoded") == 1
+    placed = env.service.cache.placement("solo")  # type: ignore[attr-defined]
+    assert placed.containers == {npl.ContainerId("default", "first", "main"): 0}

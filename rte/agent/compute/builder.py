@@ -17,6 +17,8 @@
   kubelet's defaults applied.
 * The pod fingerprint, its method and the legacy annotation are published whenever pods were
   counted, also for an empty set.
+* The numaplacement metadata, when :mod:`rte.agent.compute.placement` computed one (its vectors are zone
+  attributes, added with the zones).
 
 The attribute names are in :mod:`rte.model.attributes`, shared with the consumer.
 """
@@ -35,6 +37,7 @@ from rte.host.kubelet_config import (
 )
 from rte.model import attributes as names
 from rte.model import fingerprint as fp
+from rte.model import numaplacement as npl
 from rte.model.cpuset import format_cpuset
 from rte.model.topology import Attribute, NodeTopology
 from rte.model.topology_manager import LEGACY_TOPOLOGY_POLICIES, LEGACY_TOPOLOGY_POLICY_NONE
@@ -124,12 +127,14 @@ def build_topology(
     fingerprint_pods: Sequence[tuple[str, str]] | None,
     fingerprint_method: FingerprintMethod,
     fingerprint: str | None = None,
+    placement_metadata: str | None = None,
 ) -> NodeTopology:
     """The canonical object for this node.
 
     ``config`` None (no kubelet config known): no Topology Manager attributes, no
     ``topologyPolicies``. ``fingerprint_pods`` None: nothing was counted, so no fingerprint.
     ``fingerprint``: the fingerprint of ``fingerprint_pods`` when the caller has it already.
+    ``placement_metadata``: the numaplacement node attribute, None for none.
     """
     attrs: dict[str, str] = {}
     annotations: dict[str, str] = {}
@@ -143,6 +148,8 @@ def build_topology(
         attrs[fp.ATTRIBUTE] = sign
         attrs[fp.ATTRIBUTE_METHOD] = fingerprint_method.value
         annotations[fp.ANNOTATION] = sign
+    if placement_metadata is not None:
+        attrs[npl.METADATA_ATTRIBUTE] = placement_metadata
     return NodeTopology(
         name=node_name,
         zones=accounting.zones,

@@ -23,7 +23,7 @@ from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
-from rte.model.vocabulary import FingerprintMethod, InformerMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode
 from rte.podres.types import AllocatableResources, PodResources
 
 
@@ -65,12 +65,14 @@ class PublishingRules:
     """The operator's choices about the fingerprint: which pods it covers, and which it leaves out.
 
     ``informer_mode`` is the consumer's (it decides which pods the consumer counts, so ours must
-    agree); ``exclude`` must match the consumer's exclusions too.
+    agree); ``exclude`` must match the consumer's exclusions too. ``numa_placement`` says whether
+    the numaplacement attributes are published (:mod:`rte.agent.compute.placement`).
     """
 
     method: FingerprintMethod
     informer_mode: InformerMode = InformerMode.DEDICATED
     exclude: tuple[PodGlob, ...] = ()
+    numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER
 
 
 @dataclass(frozen=True)

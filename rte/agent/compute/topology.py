@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from rte.agent.compute.accounting import Accounting, account
 from rte.agent.compute.builder import build_topology
+from rte.agent.compute.placement import Placement, compute_placement
 from rte.agent.compute.podset import fingerprint_pods
 from rte.agent.compute.reading import NodeReading
 from rte.model.quantity import Amount
@@ -35,7 +36,7 @@ from rte.podres.types import AllocatableResources
 
 @dataclass(frozen=True)
 class Computed:
-    """The object, the accounting behind it, and the pods its fingerprint covers.
+    """The object, the accounting behind it, the pods its fingerprint covers, and the placement.
 
     ``fingerprinted`` None: no kubelet data, so nothing was counted and no fingerprint published.
     """
@@ -43,6 +44,8 @@ class Computed:
     topology: NodeTopology
     accounting: Accounting
     fingerprinted: tuple[tuple[str, str], ...] | None
+    placement: Placement | None = None
+    """The numaplacement attributes published, or why none (:mod:`rte.agent.compute.placement`)."""
 
     @property
     def consistent(self) -> bool:
@@ -100,6 +103,19 @@ def compute_topology(reading: NodeReading) -> Computed:
         accounting = replace(
             accounting, zones=_with_zone_attributes(accounting.zones, reading.zone_attributes)
         )
+    placement = compute_placement(
+        reading.rules.numa_placement,
+        reading.config,
+        reading.machine.node_ids,
+        reading.machine.cpu_to_node(),
+        kubelet.pods if kubelet is not None else (),
+        counted,
+        [key for key, pod in reading.specs.items() if pod.is_terminal] if reading.specs else (),
+    )
+    if placement.vectors:
+        accounting = replace(
+            accounting, zones=_with_zone_attributes(accounting.zones, placement.zone_attributes())
+        )
     topology = build_topology(
         reading.node_name,
         accounting,
@@ -107,8 +123,9 @@ def compute_topology(reading: NodeReading) -> Computed:
         fingerprint_pods=counted,
         fingerprint_method=reading.rules.method,
         fingerprint=sign,
+        placement_metadata=placement.metadata,
     )
-    return Computed(topology, accounting, counted)
+    return Computed(topology, accounting, counted, placement)
 
 
 def _capped(zones: tuple[Zone, ...], ceiling: Mapping[tuple[str, str], Amount]) -> tuple[Zone, ...]:

@@ -21,12 +21,16 @@ from rte.consumer.cache.resync import Comparison
 from rte.consumer.config import LoadAwareConfig
 from rte.consumer.lowerbound import mark_lower_bound
 from rte.consumer.numaview import NumaView, build_view, subtract_requests
+from rte.consumer.placement import NodePlacement
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.pod import Pod, PodKey
 from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
 NO_PODS: frozenset[PodKey] = frozenset()
+ENDED_LIMIT = 64
+"""Ended pods whose spec a node keeps for decoding a later NRT's placement (more is unlikely
+between two NRTs; a pod forgotten too early only makes that NRT's placement undecodable)."""
 
 
 @dataclass(slots=True)
@@ -62,6 +66,13 @@ class NodeState:
     """Reconcile.HISTORY: what pods hold on which zone, learnt from two NRTs (:mod:`.placement`)."""
     credits: Mapping[PodKey, ZoneCharge] = field(default_factory=shared_empty)
     """Reconcile.HISTORY: the holds of ended pods the adopted NRT still charges, given back."""
+    ended: Mapping[PodKey, Pod] = field(default_factory=shared_empty)
+    """Reconcile.HISTORY: the last live spec of pods that ended lately (at most
+    :data:`ENDED_LIMIT`): an NRT adopted later may still count them, and decoding its
+    numaplacement needs every counted pod's containers (:mod:`rte.consumer.placement`)."""
+    placement: NodePlacement | None = None
+    """The numaplacement of the adopted NRT as decoded (its ``outcome`` says whether it was);
+    None before the first verified adoption."""
     tried: tuple[int, int] = (0, 0)
     """(store revision, log version) of the last match attempt: retry only when one changes."""
     adoptions: int = 0
@@ -108,6 +119,14 @@ class NodeState:
     def own_credits(self) -> dict[PodKey, ZoneCharge]:
         self.credits = mine = owned(self.credits)
         return mine
+
+    def remember_ended(self, key: PodKey, pod: Pod) -> None:
+        """Keep the last live spec of a pod that ended, the oldest forgotten past the limit."""
+        ended = self.ended = owned(self.ended)
+        ended.pop(key, None)
+        ended[key] = pod
+        if len(ended) > ENDED_LIMIT:
+            del ended[next(iter(ended))]
 
     def invalidate(self, topology_changed: bool = False) -> None:
         self.invalidations += 1
@@ -198,5 +217,6 @@ class NodeState:
             "historyMismatches": self.mismatches,
             "podSetChangesLogged": len(self.log.changes),
             "podHoldsKnown": len(self.holds),
+            "numaPlacement": self.placement.outcome.value if self.placement is not None else None,
             "endedPodsGivenBack": sorted(f"{ns}/{name}" for ns, name in self.credits),
         }

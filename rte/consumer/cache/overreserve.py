@@ -66,6 +66,7 @@ from rte.consumer.cache.resyncplan import ResyncPlan
 from rte.consumer.cache.statedump import ReserveStateDump
 from rte.consumer.changelog import ChangeLog
 from rte.consumer.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconcile
+from rte.consumer.placement import NodePlacement
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod
@@ -96,6 +97,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
         self._score_nodes = ScoreViewNodes()
         self._plan = ResyncPlan()  # which nodes the next resync visits (see .resyncplan)
         self._resync_lock = threading.Lock()
+        self._placement_tally: dict[str, int] = {}  # numaplacement decodes by outcome
 
     # --- reading -------------------------------------------------------------------------
 
@@ -131,6 +133,19 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
         if st.topology is None:
             return NO_NRT
         return Lookup(st.served_view(self._config.load), True)
+
+    def placement(self, node: str) -> NodePlacement | None:
+        """Where the kubelet put each pinned container of ``node``, as the adopted NRT's
+        numaplacement says (:mod:`rte.consumer.placement`): None without a verified adoption;
+        ``outcome`` DECODED when ``containers`` holds the answer."""
+        with self._lock:
+            st = self._nodes.get(node)
+            return None if st is None else st.placement
+
+    def placement_outcomes(self) -> dict[str, int]:
+        """How many adopted NRTs' numaplacement decoded, was absent, mismatched or was malformed."""
+        with self._lock:
+            return dict(self._placement_tally)
 
     def get_topology(self, node: str) -> NodeTopology | None:
         """The cached NRT with reservations applied, as a plain topology (marks ignored)."""
@@ -308,7 +323,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
         if revision == st.revision:
             return st
         if self._history and st.tried != (revision, st.log.version):
-            if reconcile.try_history(st, topology, revision, self._config, now):
+            if reconcile.try_history(st, topology, revision, self._config, now, self._placement_tally):
                 self._bump(node)
                 return st
             if st.topology is None:

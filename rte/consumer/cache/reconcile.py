@@ -69,7 +69,9 @@ from rte.consumer.cache.podlog import compact
 from rte.consumer.cache.reservations import SOURCE_IN_FLIGHT, SOURCE_UNACCOUNTED, Reservation
 from rte.consumer.cache.resync import expected_fingerprint, is_in_flight, is_relevant
 from rte.consumer.config import CacheConfig
+from rte.consumer.placement import NO_PLACEMENT, NodePlacement, Outcome, decode_node_placement
 from rte.consumer.store import DELETED, MODIFIED
+from rte.model import numaplacement as npl
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, PodKey
 from rte.model.topology import NodeTopology
@@ -90,6 +92,7 @@ def track(
         st.invalidate()  # admitted: its reservation may narrow to its zones
     if gone:
         if key in st.live:
+            st.remember_ended(key, st.live[key])
             del st.own_live()[key]
         if key in st.holds and placement.released(st.own_credits(), st.holds, key, key in st.accounted):
             st.invalidate()  # the NRT still charges what it gave back
@@ -133,7 +136,12 @@ def spread_in_flight(st: NodeState) -> None:
 
 
 def try_history(
-    st: NodeState, topology: NodeTopology, revision: int, config: CacheConfig, now: float
+    st: NodeState,
+    topology: NodeTopology,
+    revision: int,
+    config: CacheConfig,
+    now: float,
+    tally: dict[str, int] | None = None,
 ) -> bool:
     """Adopt ``topology`` when its fingerprint names one of the node's recent pod sets."""
     st.tried = (revision, st.log.version)
@@ -144,7 +152,7 @@ def try_history(
     if cut is None:
         st.mismatches += 1
         return False
-    adopt(st, topology, revision, st.log.members_at(cut), now)
+    adopt(st, topology, revision, st.log.members_at(cut), now, tally=tally)
     st.log.forget_before(cut)
     st.adoptions += 1
     return True
@@ -168,14 +176,28 @@ def adopt(
     now: float,
     *,
     verified: bool = True,
+    tally: dict[str, int] | None = None,
 ) -> None:
     """Serve ``topology``, which charges the pods of ``accounted``: charge every other live pod.
 
     ``verified`` False (no fingerprint match: a first NRT, or a Topology Manager change) keeps
-    the node's marks.
+    the node's marks. A verified NRT's numaplacement is decoded for the pods of ``accounted``
+    (:func:`_decode_placement`), its outcome counted in ``tally``.
     """
-    if verified and st.topology is not None:
-        placement.learn(st.own_holds(), st.topology, st.accounted, topology, accounted, st.live)
+    if verified:
+        st.placement = decoded = _decode_placement(st, topology, accounted)
+        if tally is not None:
+            tally[decoded.outcome.value] = tally.get(decoded.outcome.value, 0) + 1
+        if st.topology is not None:
+            learnt = placement.learn(
+                st.own_holds(), st.topology, st.accounted, topology, accounted, st.live, decoded, st.ended
+            )
+            for key in learnt:
+                if key not in st.live:  # ended since the agent read it: the new NRT still charges it
+                    placement.released(st.own_credits(), st.holds, key, True)
+    else:
+        st.placement = None
+    st.ended = compact({k: p for k, p in st.ended.items() if k in accounted})
     st.credits = compact(placement.kept_credits(st.credits, accounted if verified else ()))
     st.holds = compact(placement.kept_holds(st.holds, accounted, st.live))
     kept = {key: r for key, r in st.reservations.items() if key not in accounted}
@@ -192,6 +214,20 @@ def adopt(
         st.dirty = False
         st.failures = st.streak = st.foreign = 0
         st.unverified = False
+
+
+def _decode_placement(st: NodeState, topology: NodeTopology, accounted: set[PodKey]) -> NodePlacement:
+    """The numaplacement of ``topology`` for the pods it accounts for (their live spec, or the
+    last one of those that ended since); a MISMATCH when one of them is not known."""
+    if topology.attribute(npl.METADATA_ATTRIBUTE) is None:
+        return NO_PLACEMENT  # the common case, before gathering any pod
+    pods = []
+    for key in accounted:
+        pod = st.live.get(key) or st.ended.get(key)
+        if pod is None:
+            return NodePlacement(Outcome.MISMATCH, detail=f"no spec of {key[0]}/{key[1]}")
+        pods.append(pod)
+    return decode_node_placement(topology, pods)
 
 
 def kept_reservations(

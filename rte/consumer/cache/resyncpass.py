@@ -66,6 +66,7 @@ class ResyncPass:
     _changes: ChangeLog
     _history: bool
     _plan: ResyncPlan
+    _placement_tally: dict[str, int]
 
     def _current(self, node: str, now: float) -> NodeState | None:
         raise NotImplementedError
@@ -168,7 +169,8 @@ class ResyncPass:
             reconcile.sync_pods(node, st, on_node, known, names, now, self._config)
             self._current(node, now)  # retry the match
             if st.revision == revision and (st.foreign or self._blocked_at_startup(st, now)):
-                reconcile.try_history(st, topology, revision, self._config, now)  # verify
+                # verify
+                reconcile.try_history(st, topology, revision, self._config, now, self._placement_tally)
             if st.adoptions != adoptions:
                 run.flushed.append(node)
             elif st.revision != revision:
