@@ -25,7 +25,7 @@ FAST = (
     "bench_resync",
     "bench_extender",
 )
-SLOW = ("bench_agent", "bench_simulate", "bench_serve", "bench_serve_start")
+SLOW = ("bench_agent", "bench_simulate", "bench_serve", "bench_serve_start", "bench_cluster_scale")
 
 
 def main() -> None:
