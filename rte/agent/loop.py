@@ -160,6 +160,7 @@ class Agent:
         self._printed: NodeTopology | None = None
         self._crd_ok = False
         self._kubelet_down: str | None = None
+        self._allocatable_down: str | None = None
         self._failure: str | None = None
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
@@ -264,12 +265,29 @@ class Agent:
         """Re-read allocatable (a local gRPC call; sysfs waits for the resync): a cycle only if it changed."""
         try:
             changed = self.scanner.refresh_allocatable()
-        except RteError as e:  # the List poll reports an unreachable kubelet; the next scan asks again
-            log.debug("allocatable refresh failed: %s", e)
+        except RteError:  # the next scan asks again
             self.scanner.mark_allocatable_stale()
             return
+        finally:
+            self._report_allocatable()
         if changed:
             self._add("allocatable", now)
+
+    def _report_allocatable(self) -> None:
+        """A failed GetAllocatableResources call (unreachable, timed out, or an answer that does
+        not decode) blinds the agent as a failed List does: the NRT may hold devices the kubelet
+        dropped. One line when it starts and one when it ends, a readiness reason meanwhile
+        (which also withholds the heartbeat Lease); the List poll's own recovery does not clear
+        it, only a good answer to this call does."""
+        problem = self.scanner.allocatable_problem
+        if problem == self._allocatable_down:
+            return
+        if problem is None:
+            log.info("kubelet GetAllocatableResources answers again")
+        elif self._allocatable_down is None:
+            log.warning("kubelet GetAllocatableResources failed: %s; retrying", problem)
+        self._allocatable_down = problem
+        self.status.problem("kubelet-allocatable", problem)
 
     def _kubelet_failed(self, error: RteError) -> None:
         detail = str(error)
@@ -312,6 +330,7 @@ class Agent:
         try:
             scan = self.scanner.scan(fresh_list=fresh, specs=specs)
         except UnavailableError as e:
+            self._report_allocatable()
             self._kubelet_failed(e)
             self._fail("kubelet", e, reasons)
             return
@@ -320,8 +339,10 @@ class Agent:
             self._fail("sysfs", e, reasons)
             return
         except InputError as e:
+            self._report_allocatable()
             self._fail("input", e, reasons)
             return
+        self._report_allocatable()
         if scan.kubelet_heard and self._kubelet_recovered():
             self.scanner.mark_allocatable_stale()
             reasons = reasons | {"kubelet-recovered"}

@@ -220,6 +220,9 @@ class Scanner:
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
+        self.allocatable_problem: str | None = None
+        """Why the last GetAllocatableResources call failed (unreachable, timed out or an answer
+        that does not decode); None once it answers (or is known unsupported)."""
         self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
         # Sums over the listed pods, kept across scans (None: every scan walks every pod, the
@@ -289,11 +292,16 @@ class Scanner:
         try:
             allocatable = self._kubelet("GetAllocatableResources", lambda reader: reader.get_allocatable())
         except NotSupportedError as e:
+            self.allocatable_problem = None
             if self._allocatable_supported:
                 log.warning("%s; allocatable comes from sysfs and the kubelet config", e)
             self._allocatable_supported = False
             allocatable = None
+        except RteError as e:  # one failed call, whether it timed out or answered garbage
+            self.allocatable_problem = str(e)
+            raise
         else:
+            self.allocatable_problem = None
             if not self._allocatable_supported:
                 log.info("kubelet now offers GetAllocatableResources")
             self._allocatable_supported = True

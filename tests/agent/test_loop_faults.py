@@ -114,3 +114,29 @@ def test_an_admission_error_rereads_allocatable_and_the_stored_object_at_once(tm
     assert h.reader.lists == lists + 1
     assert h.publisher.forgets == forgets + 1
     assert h.metric("triggers", reason="admission-error") == 1
+
+
+def test_an_undecodable_allocatable_answer_is_a_failed_call_unready_and_no_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 3: a GetAllocatableResources answer that does not decode is treated as the
+    call failing, as its timeout is: one warning line, a readiness reason naming the call, the
+    heartbeat Lease withheld (vouching false), and all of it cleared once the kubelet answers well."""
+    h = Harness(tmp_path, allocatable_refresh="2s", resync_interval="1h")
+    h.advance(1)
+    assert h.ready()
+    h.reader.bad_allocatable = True
+    with caplog.at_level(logging.INFO, logger="rte"):
+        h.advance(10)  # several refreshes, all failing
+        ready, reason = h.status.readiness(h.clock.now)
+        assert not ready
+        assert reason.startswith("kubelet-allocatable: kubelet GetAllocatableResources response from fake")
+        assert "does not decode" in reason
+        assert not h.status.vouching(h.clock.now)[0]
+        h.reader.bad_allocatable = False
+        h.advance(3)
+    assert h.ready(), h.status.readiness(h.clock.now)
+    assert h.status.vouching(h.clock.now)[0]
+    warnings = [r for r in caplog.records if "GetAllocatableResources" in r.getMessage()]
+    assert len(warnings) == 2, [r.getMessage() for r in warnings]  # one when it fails, one when it is back
+    assert warnings[0].levelno == logging.WARNING

@@ -1,8 +1,9 @@
 """The agent loop driven step by step with an injected clock, for the loop's tests.
 
-The kubelet side is real (a scenario directory read by the same code as in production), with two
+The kubelet side is real (a scenario directory read by the same code as in production), with
 switches for faults: ``reader.down`` makes every kubelet call fail as an unreachable socket does,
-and ``machine_error`` makes the next sysfs reads fail as an unreadable file does. The apiserver
+``reader.bad_allocatable`` makes GetAllocatableResources answer bytes that do not decode, and
+``machine_error`` makes the next sysfs reads fail as an unreadable file does. The apiserver
 side is a small fake with the Publisher's interface, so each decision of the loop (when to scan,
 when to publish, when to wait) is observable without any timing luck.
 """
@@ -74,6 +75,7 @@ class CountingReader(DirectoryReader):
         self.lists = 0
         self.allocatables = 0
         self.down = False
+        self.bad_allocatable = False
 
     def _answer(self, method: str) -> None:
         if self.down:
@@ -86,6 +88,10 @@ class CountingReader(DirectoryReader):
 
     def get_allocatable(self) -> AllocatableResources:
         self._answer("GetAllocatableResources")
+        if self.bad_allocatable:  # as SocketReader reports an answer that does not decode
+            raise InputError(
+                "kubelet GetAllocatableResources response from fake", "does not decode: truncated message"
+            )
         self.allocatables += 1
         return super().get_allocatable()
 
