@@ -414,6 +414,7 @@ class Agent:
             log.warning("input inconsistency (%s): %s", kind, detail)
         self._findings = findings
         self.status.degraded("kubelet-data", scan.inconsistent)
+        self.status.degraded("kubelet-values", scan.implausible)
         self._record_machine(scan.machine_problem)
 
     def _no_machine(self, problem: str) -> None:

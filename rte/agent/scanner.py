@@ -89,6 +89,8 @@ class Scan:
     stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
     cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute`): the object is
     then capped at the last consistent state, and the loop turns this into a readiness reason.
+    ``implausible``: the absurd kubelet values this cycle met (see
+    :data:`rte.agent.ledger.IMPLAUSIBLE_KINDS`), another readiness reason; None when there were none.
     """
 
     topology: NodeTopology
@@ -97,6 +99,7 @@ class Scan:
     kubelet_heard: bool = False
     machine_problem: str | None = None
     inconsistent: str | None = None
+    implausible: str | None = None
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -357,6 +360,7 @@ class Scanner:
             kubelet_heard=self._heard,
             machine_problem=self.machine_problem,
             inconsistent=None if computed.consistent else _inconsistency(computed.accounting),
+            implausible=_implausible(computed.accounting),
         )
 
 
@@ -364,3 +368,17 @@ def _inconsistency(accounting: Accounting) -> str:
     """The readiness reason for a cycle whose kubelet data contradicted itself."""
     kinds = sorted({f.kind for f in accounting.findings if f.inconsistent})
     return f"{', '.join(kinds)}; published availability capped at the last consistent cycle"
+
+
+IMPLAUSIBLE_SHOWN = 3
+"""How many absurd values a readiness reason names (the metric counts them all)."""
+
+
+def _implausible(accounting: Accounting) -> str | None:
+    """The readiness reason for absurd kubelet values (each finding is also logged and counted)."""
+    found = [f for f in accounting.findings if f.implausible]
+    if not found:
+        return None
+    shown = "; ".join(f"{f.kind}: {f.detail}" for f in found[:IMPLAUSIBLE_SHOWN])
+    more = f" (and {len(found) - IMPLAUSIBLE_SHOWN} more)" if len(found) > IMPLAUSIBLE_SHOWN else ""
+    return f"{shown}{more}; published the safe value"

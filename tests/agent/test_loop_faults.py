@@ -140,3 +140,30 @@ def test_an_undecodable_allocatable_answer_is_a_failed_call_unready_and_no_lease
     warnings = [r for r in caplog.records if "GetAllocatableResources" in r.getMessage()]
     assert len(warnings) == 2, [r.getMessage() for r in warnings]  # one when it fails, one when it is back
     assert warnings[0].levelno == logging.WARNING
+
+
+def test_an_absurd_kubelet_value_that_zeroes_a_zone_is_a_readiness_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 6: a memory block of 2^64-1 bytes (a uint64 the kubelet should never send)
+    zeroes zone 0's memory: the agent publishes the safe number, but says so in /readyz (a
+    degradation: the Lease stays, the NRT is what the kubelet said) until the value goes away."""
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h")
+    h.advance(1)
+    assert h.ready()
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.add_memory_pod("absurd", 2**64 - 1, 0)
+        h.advance(1)
+    stored = h.publisher.stored
+    assert stored is not None
+    zone0 = next(z for z in stored.zones if z.name == "node-0")
+    assert next(r for r in zone0.resources if r.name == "memory").available == 0
+    ready, reason = h.status.readiness(h.clock.now)
+    assert not ready
+    assert reason.startswith("kubelet-values: held_above_capacity: node-0 memory: pods hold "), reason
+    assert "18446744075857035263 > capacity" in reason  # the absurd block plus the 2 GiB one there
+    assert h.status.vouching(h.clock.now)[0]
+    assert "input inconsistency (held_above_capacity)" in caplog.text
+    h.remove_pod("absurd")
+    h.advance(1)
+    assert h.ready(), h.status.readiness(h.clock.now)

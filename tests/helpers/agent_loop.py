@@ -178,6 +178,21 @@ class Harness:
         )
         path.write_text(json.dumps(doc))
 
+    def add_memory_pod(self, name: str, size: int, numa: int) -> None:
+        """A pod holding one memory block of ``size`` bytes on NUMA node ``numa``."""
+        path = self.dir / "list.protojson.json"
+        doc = json.loads(path.read_text())
+        block = {"memoryType": "memory", "size": str(size), "topology": {"nodes": [{"ID": str(numa)}]}}
+        container = {"name": "c", "memory": [block]}
+        doc["podResources"].append({"namespace": "default", "name": name, "containers": [container]})
+        path.write_text(json.dumps(doc))
+
+    def remove_pod(self, name: str) -> None:
+        path = self.dir / "list.protojson.json"
+        doc = json.loads(path.read_text())
+        doc["podResources"] = [p for p in doc["podResources"] if p["name"] != name]
+        path.write_text(json.dumps(doc))
+
     def ready(self) -> bool:
         return self.status.readiness(self.clock.now)[0]
 
