@@ -211,6 +211,9 @@ class AgentApp:
             ready_window=settings.ready_factor * settings.resync_interval,
             stall_timeout=settings.stall_timeout,
             api_window=_api_window(settings),
+            # A List or cycle running longer than a Lease cannot vouch for anything (issue #26
+            # item 4); without the heartbeat, the default Lease duration still bounds it.
+            busy_limit=settings.lease_duration or 40.0,
         )
         self.reader = open_reader(
             settings.podresources,
@@ -221,6 +224,7 @@ class AgentApp:
         scanner = Scanner(
             node_name=settings.node_name,
             reader=self.reader,
+            max_listed_pods=settings.max_listed_pods,
             machine_loader=lambda: read_machine(settings.sysfs_root, pci=False),
             kubelet_config=KubeletConfigCache(settings.kubelet_config, settings.kubelet_config_dir),
             rules=PublishingRules(

@@ -38,7 +38,7 @@ from typing import Generic, TypeVar
 
 from rte.agent.accounting import Accounting
 from rte.agent.compute import compute_topology
-from rte.agent.kubelet import KubeletReader, Listing
+from rte.agent.kubelet import KubeletReader, Listing, pod_limit
 from rte.agent.podtally import PodTally
 from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
@@ -207,6 +207,7 @@ class Scanner:
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
         pod_tally: bool = True,
+        max_listed_pods: int = 0,
     ) -> None:
         self._node_name = node_name
         self.reader = reader
@@ -216,6 +217,9 @@ class Scanner:
         self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
+        self._max_listed_pods = max_listed_pods
+        if reader is not None:  # until a kubelet config is read (each scan follows its maxPods)
+            reader.pod_limit = pod_limit(None, max_listed_pods)
         # Read by the first scan, not here: a daemon starting on an unreadable sysfs must retry.
         self._machine: Machine | None = None
         self._machine_stale = True
@@ -331,6 +335,8 @@ class Scanner:
         config = self._config.get()
         if config is not None:
             check_against_machine(config, machine.cpus)
+        if self.reader is not None:
+            self.reader.pod_limit = pod_limit(config.max_pods if config else None, self._max_listed_pods)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
             node_name=self._node_name,

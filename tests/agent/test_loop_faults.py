@@ -167,3 +167,31 @@ def test_an_absurd_kubelet_value_that_zeroes_a_zone_is_a_readiness_reason(
     h.remove_pod("absurd")
     h.advance(1)
     assert h.ready(), h.status.readiness(h.clock.now)
+
+
+def test_a_list_above_the_pod_limit_is_bad_kubelet_data_unready_and_no_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 4: an answer holding more pods than the cap is refused as bad data: one
+    warning, a readiness reason, the Lease withheld, nothing published from it; the agent
+    recovers by itself when the List is back under the cap."""
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h", max_listed_pods="3")
+    h.advance(1)
+    assert h.ready()
+    published = h.publisher.stored
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.add_pod("fourth", [6])
+        h.advance(3)
+    ready, reason = h.status.readiness(h.clock.now)
+    assert not ready
+    assert reason.startswith("kubelet: List file in ")
+    assert reason.endswith(
+        "lists 4 pods, above the limit of 3 (4 x the kubelet's maxPods, or the"
+        " max_listed_pods setting); refused before decoding it"
+    )
+    assert not h.status.vouching(h.clock.now)[0]
+    assert h.publisher.stored == published
+    assert len([r for r in caplog.records if "above the limit" in r.getMessage()]) == 1
+    h.remove_pod("fourth")
+    h.advance(3)
+    assert h.ready(), h.status.readiness(h.clock.now)

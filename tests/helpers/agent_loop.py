@@ -130,6 +130,7 @@ class Harness:
             on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
                 method=method, kind=kind
             ),
+            max_listed_pods=self.settings.max_listed_pods,
         )
         self.status = AgentStatus(ready_window=180, stall_timeout=300)
         self.publisher = FakePublisher()

@@ -1,0 +1,80 @@
+"""``rte run`` as a real process against a misbehaving kubelet (issue #26): each fault must make
+the agent say so (``/readyz`` 503 naming it, the heartbeat Lease withheld) and let go by itself
+once the kubelet behaves again.
+
+The fake kubelet is real gRPC on a unix socket (:mod:`rte.testing.fake_kubelet`); the apiserver
+double serves the real ``kubernetes`` client.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rte.testing import scenarios as sc
+from rte.testing.apiserver import FakeApiServer
+from rte.testing.fake_kubelet import FakeKubelet
+from tests.e2e.test_agent_e2e import first_publish
+from tests.helpers.e2e import NODE, NRT, AgentFactory, AgentProcess
+from tests.helpers.waiting import wait_for
+
+WITHHELD = 'rte_agent_heartbeats_total{result="withheld"}'
+
+
+def renew_time(api: FakeApiServer) -> str | None:
+    lease = api.get_object("leases", NODE, "rte")
+    return None if lease is None else str(lease["spec"]["renewTime"])
+
+
+def assert_lease_withheld(agent: AgentProcess, api: FakeApiServer) -> str | None:
+    """Once a renewal was withheld, none that began before can still be in flight: the Lease
+    must then stay as it is (--lease-duration 4s renews every second)."""
+    before = agent.metric(WITHHELD, 0)
+    wait_for(lambda: agent.metric(WITHHELD, 0) > before, 5, "a withheld renewal")
+    last = renew_time(api)
+    time.sleep(2.0)  # an observation window of two renewal intervals, not a wait for a condition
+    assert renew_time(api) == last, "the Lease vouched for an agent that cannot trust its kubelet"
+    return last
+
+
+def test_an_undecodable_allocatable_answer_makes_the_agent_unready_and_withholds_the_lease(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    """Item 3: before, such an answer was counted and nothing else (readyz 200, Lease renewed)."""
+    agent = start_agent("--allocatable-refresh", "500ms", "--resync-interval", "1h")
+    first_publish(agent, api, kubelet)
+    wait_for(lambda: renew_time(api), 10, "the heartbeat Lease")
+    kubelet.serve_raw("GetAllocatableResources", b"\x0a\xff\xff")  # a field cut short
+    wait_for(lambda: agent.get("/readyz")[0] == 503, 5, "/readyz to fail")
+    reason = agent.get("/readyz")[1]
+    assert reason.startswith("kubelet-allocatable: kubelet GetAllocatableResources response from ")
+    assert "does not decode" in reason
+    last = assert_lease_withheld(agent, api)
+    assert agent.log.count("kubelet GetAllocatableResources failed: ") == 1
+
+    kubelet.serve_raw("GetAllocatableResources", None)
+    wait_for(lambda: agent.get("/readyz")[0] == 200, 5, "/readyz once the answers decode")
+    wait_for(lambda: renew_time(api) != last, 5, "the Lease renewed again")
+    assert agent.alive
+
+
+def test_a_list_far_above_max_pods_is_refused_unready_and_nothing_is_published(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    """Item 4: a List of more pods than the cap is refused before decoding, as bad data."""
+    agent = start_agent("--max-listed-pods", "40", "--resync-interval", "1h")
+    first_publish(agent, api, kubelet)
+    wait_for(lambda: renew_time(api), 10, "the heartbeat Lease")
+    writes = api.writes(NRT)
+    listed = kubelet.pods()
+    flood = [sc.pod("flood", f"p{i}", sc.container("c", [], (), [])) for i in range(60)]
+    kubelet.set_pods(listed + flood)
+    wait_for(lambda: agent.get("/readyz")[0] == 503, 5, "/readyz to fail")
+    reason = agent.get("/readyz")[1]
+    assert reason.startswith("kubelet: kubelet List response from "), reason
+    assert "lists more than 40 pods, above the limit of 40" in reason
+    assert_lease_withheld(agent, api)
+    assert api.writes(NRT) == writes  # nothing computed from the flood was published
+
+    kubelet.set_pods(listed)
+    wait_for(lambda: agent.get("/readyz")[0] == 200, 5, "/readyz once the List is back under the cap")
+    assert agent.alive
