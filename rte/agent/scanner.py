@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -39,6 +39,7 @@ from typing import Generic, TypeVar
 from rte.agent.accounting import Accounting
 from rte.agent.compute import compute_topology
 from rte.agent.kubelet import KubeletReader, Listing, pod_limit
+from rte.agent.podset import with_departed
 from rte.agent.podtally import PodTally
 from rte.agent.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.errors import InputError, NotSupportedError, RteError, UnavailableError
@@ -54,7 +55,7 @@ from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
-from rte.podres.types import AllocatableResources
+from rte.podres.types import AllocatableResources, PodResources
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,10 @@ class Scan:
     machine_problem: str | None = None
     inconsistent: str | None = None
     implausible: str | None = None
+
+
+def pod_keys(pods: Iterable[PodResources]) -> frozenset[tuple[str, str]]:
+    return frozenset((p.namespace, p.name) for p in pods)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -236,6 +241,9 @@ class Scanner:
         # benchmarks' baseline).
         self.tally = PodTally() if pod_tally else None
         self._listing_current = False  # no kubelet call failed since self.listing was made
+        # The pod specs the last reading used: a pod the API deleted keeps its spec while the
+        # kubelet still lists it (rte.agent.podset.with_departed).
+        self._specs: Mapping[tuple[str, str], Pod] = {}
         self._heard = False  # a kubelet call answered during the current scan
 
     def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
@@ -338,6 +346,9 @@ class Scanner:
         if self.reader is not None:
             self.reader.pod_limit = pod_limit(config.max_pods if config else None, self._max_listed_pods)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
+        if specs is not None and kubelet is not None:
+            listed = kubelet.tally.listed_keys() if kubelet.tally is not None else pod_keys(kubelet.pods)
+            specs = self._specs = with_departed(specs, self._specs, listed)
         return NodeReading(
             node_name=self._node_name,
             machine=machine,
