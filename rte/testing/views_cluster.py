@@ -50,15 +50,18 @@ def nrt(
     *,
     pods: Sequence[tuple[str, str]] | None = (),
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
-    policy: str = "single-numa-node",
+    policy: str | None = "single-numa-node",
     scope: str = "container",
 ) -> dict[str, Any]:
     """A v1alpha2 NRT with zones ``node-0``, ``node-1``, ...; ``pods`` are the fingerprinted
-    ``(namespace, name)`` pairs (None: no fingerprint at all)."""
-    attributes = [
-        {"name": "topologyManagerPolicy", "value": policy},
-        {"name": "topologyManagerScope", "value": scope},
-    ]
+    ``(namespace, name)`` pairs (None: no fingerprint at all); ``policy`` None: no Topology
+    Manager policy stated at all (an agent without the kubelet config)."""
+    attributes = []
+    if policy is not None:
+        attributes += [
+            {"name": "topologyManagerPolicy", "value": policy},
+            {"name": "topologyManagerScope", "value": scope},
+        ]
     annotations = {}
     if pods is not None:
         sign = fp.compute(pods)
@@ -71,7 +74,9 @@ def nrt(
         "apiVersion": "topology.node.k8s.io/v1alpha2",
         "kind": "NodeResourceTopology",
         "metadata": {"name": name, "annotations": annotations},
-        "topologyPolicies": ["SingleNUMANodePodLevel" if scope == "pod" else "SingleNUMANodeContainerLevel"],
+        "topologyPolicies": []
+        if policy is None
+        else ["SingleNUMANodePodLevel" if scope == "pod" else "SingleNUMANodeContainerLevel"],
         "attributes": attributes,
         "zones": [
             {
