@@ -17,6 +17,8 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``admission-error``: the kubelet refused a pod of this node at admission over alignment
   (:mod:`rte.agent.rejections`): the scheduler's view was wrong, so allocatable, the List and
   the stored NRT are all read again at once;
+* ``nrt-changed``: the watch of the agent's own NRT (:mod:`rte.agent.nrtwatch`) saw it deleted
+  or edited by someone else: the stored object is re-read and repaired at once;
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
   NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
   reserved or CPUs onlined at run time);
@@ -58,6 +60,7 @@ from rte.agent.scanner import NoMachineModel, Scan, Scanner
 from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
+from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
@@ -69,7 +72,7 @@ TICK = 1.0
 # Reasons whose cycle may reuse the List the poll just made; any other reason lists afresh.
 _LIST_FRESH_ENOUGH = frozenset({"kubelet", "pods", "deferred"})
 # Reasons whose cycle re-reads the stored NRT even when the computed object did not change.
-_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error"})
+_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error", "nrt-changed"})
 # Reasons that make the next cycle re-read GetAllocatableResources.
 _REREAD_ALLOCATABLE = frozenset({"device-plugins", "admission-error"})
 
@@ -402,6 +405,8 @@ class Agent:
 
     def _record_scan(self, scan: Scan) -> None:
         self.last_scan = scan
+        known = any(a.name == TOPOLOGY_MANAGER_POLICY for a in scan.topology.attributes)
+        self.metrics.policy_known.set(1.0 if known else 0.0)
         self.metrics.scan_seconds.observe(scan.seconds)
         self.metrics.record_zones(
             (zone.name, res.name, float(res.available))

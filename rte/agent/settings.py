@@ -128,6 +128,9 @@ class AgentSettings:
     """Which pods the fingerprint covers."""
     pod_watch: bool = field(default=True, metadata=setting(BOOL))
     """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
+    nrt_watch: bool = field(default=True, metadata=setting(BOOL))
+    """Watch this node's own NRT and repair a deletion or foreign edit at once (needs list and
+    watch on noderesourcetopologies); off: the resync repairs it, within resync_interval."""
     informer_mode: InformerMode = field(
         default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
     )

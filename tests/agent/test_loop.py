@@ -301,3 +301,17 @@ def test_a_pod_removal_is_one_write_the_fingerprint_following_the_list_that_free
     after = h.publisher.stored
     assert after is not None and after.attribute(fp.ATTRIBUTE) == fp.compute([])
     assert after.zones != before.zones
+
+
+def test_an_unknown_topology_manager_policy_shows_in_a_metric(tmp_path: Path) -> None:
+    """Issue #28: without the kubelet config the NRT states no policy, which consumers read as
+    none; the agent says so in rte_agent_topology_policy_known (and one line at start, app.py)."""
+    (tmp_path / "blind").mkdir()
+    (tmp_path / "informed").mkdir()
+    blind = Harness(tmp_path / "blind", kubelet_config=None)
+    blind.advance(1)
+    assert blind.publisher.stored is not None
+    assert blind.metric("policy_known") == 0
+    informed = Harness(tmp_path / "informed")
+    informed.advance(1)
+    assert informed.metric("policy_known") == 1

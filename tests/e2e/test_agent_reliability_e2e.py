@@ -14,7 +14,7 @@ from rte.testing import scenarios as sc
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.fake_kubelet import FakeKubelet
 from tests.e2e.test_agent_e2e import first_publish
-from tests.helpers.e2e import NODE, NRT, AgentFactory, AgentProcess
+from tests.helpers.e2e import NODE, NRT, AgentFactory, AgentProcess, content, stored
 from tests.helpers.waiting import wait_for
 
 WITHHELD = 'rte_agent_heartbeats_total{result="withheld"}'
@@ -77,4 +77,36 @@ def test_a_list_far_above_max_pods_is_refused_unready_and_nothing_is_published(
 
     kubelet.set_pods(listed)
     wait_for(lambda: agent.get("/readyz")[0] == 200, 5, "/readyz once the List is back under the cap")
+    assert agent.alive
+
+
+def test_an_nrt_deleted_or_edited_by_someone_else_is_repaired_at_once_not_at_the_resync(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    """Item 7: with the resync an hour away, only the watch of the agent's own NRT can notice."""
+    from kubernetes import client
+
+    agent = start_agent("--resync-interval", "1h")
+    first_publish(agent, api, kubelet)
+    wait_for(lambda: agent.metric('rte_agent_triggers_total{reason="start"}', 0) == 1, 5, "metrics")
+    good = content(stored(api))
+
+    someone_else = api.api_client()
+    client.CustomObjectsApi(someone_else).patch_cluster_custom_object(
+        "topology.node.k8s.io",
+        "v1alpha2",
+        NRT,
+        NODE,
+        {"zones": []},
+        field_manager="someone-else",
+        _content_type="application/merge-patch+json",
+    )
+    someone_else.close()
+    wait_for(lambda: content(stored(api)) == good, 5, "the edited NRT repaired")
+    assert agent.metric('rte_agent_nrt_repairs_total{what="edited"}') == 1
+
+    api.delete_object(NRT, NODE)
+    wait_for(lambda: stored(api) is not None and content(stored(api)) == good, 5, "the NRT recreated")
+    assert agent.metric('rte_agent_nrt_repairs_total{what="deleted"}') == 1
+    assert agent.metric('rte_agent_nrt_repairs_total{what="edited"}') == 1  # our own writes are not repairs
     assert agent.alive

@@ -109,7 +109,9 @@ class Pods:
 
 
 class Harness:
-    def __init__(self, tmp_path: Path, publish: bool = True, **flags: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, publish: bool = True, kubelet_config: Path | None = CONFIG, **flags: Any
+    ) -> None:
         self.dir = tmp_path / "scenario"
         self.dir.mkdir()
         for name in ("list.protojson.json", "get_allocatable_resources.protojson.json"):
@@ -125,7 +127,7 @@ class Harness:
             node_name="n1",
             reader=self.reader,
             machine_loader=self._load_machine,
-            kubelet_config=KubeletConfigCache(CONFIG, None),
+            kubelet_config=KubeletConfigCache(kubelet_config, None),
             rules=PublishingRules(self.settings.fingerprint_method, self.settings.informer_mode),
             on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
                 method=method, kind=kind
