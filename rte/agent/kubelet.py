@@ -90,10 +90,11 @@ def too_many_pods(source: str, limit: int, count: int | None = None) -> InputErr
     """The error for a List answer holding more than ``limit`` pods (``count`` of them when
     known; the socket reader stops counting once past the limit)."""
     many = f"more than {limit}" if count is None else str(count)
+    early = "; refused before decoding it" if count is None else ""
     return InputError(
         source,
         f"lists {many} pods, above the limit of {limit} (4 x the kubelet's maxPods, or the"
-        " max_listed_pods setting); refused before decoding it",
+        f" max_listed_pods setting){early}",
     )
 
 
