@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from rte.agent.kubeletstate import KubeletState
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
 from rte.agent.scanner import NoMachineModel, Scan, Scanner
@@ -153,7 +154,7 @@ class Agent:
         self._coalescer = Coalescer(s.debounce, s.max_delay)
         self._writes = NonBlockingTokenBucket(s.publish_qps, s.publish_burst, now)
         self._retry = Backoff(s.retry_base, s.retry_cap, rng)
-        self._kubelet_retry = Backoff(s.retry_base, s.retry_cap, rng)
+        self._kubelet = KubeletState(status, Backoff(s.retry_base, s.retry_cap, rng))
         self._next_poll = now + s.poll_interval if s.poll_interval > 0 else math.inf
         self._next_resync = now + s.resync_interval
         self._next_allocatable = now + s.allocatable_refresh if s.allocatable_refresh > 0 else math.inf
@@ -162,8 +163,6 @@ class Agent:
         self.last_error: str | None = None
         self._printed: NodeTopology | None = None
         self._crd_ok = False
-        self._kubelet_down: str | None = None
-        self._allocatable_down: str | None = None
         self._failure: str | None = None
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
@@ -250,13 +249,13 @@ class Agent:
         try:
             changed = self.scanner.poll()
         except RteError as e:
-            self._kubelet_failed(e)
-            self._next_poll = now + max(self.settings.poll_interval, self._kubelet_retry.next())
+            self._kubelet.failed(e)
+            self._next_poll = now + max(self.settings.poll_interval, self._kubelet.retry.next())
             return
         finally:
             self.status.idle(self._clock())
         self._next_poll = self._clock() + self.settings.poll_interval
-        if self._kubelet_recovered():
+        if self._kubelet.recovered():
             self.scanner.mark_allocatable_stale()
             self._coalescer.release()  # no need to sit out a retry delay the kubelet caused
             self._add("kubelet-recovered", now)
@@ -272,42 +271,9 @@ class Agent:
             self.scanner.mark_allocatable_stale()
             return
         finally:
-            self._report_allocatable()
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
         if changed:
             self._add("allocatable", now)
-
-    def _report_allocatable(self) -> None:
-        """A failed GetAllocatableResources call (unreachable, timed out, or an answer that does
-        not decode) blinds the agent as a failed List does: the NRT may hold devices the kubelet
-        dropped. One line when it starts and one when it ends, a readiness reason meanwhile
-        (which also withholds the heartbeat Lease); the List poll's own recovery does not clear
-        it, only a good answer to this call does."""
-        problem = self.scanner.allocatable_problem
-        if problem == self._allocatable_down:
-            return
-        if problem is None:
-            log.info("kubelet GetAllocatableResources answers again")
-        elif self._allocatable_down is None:
-            log.warning("kubelet GetAllocatableResources failed: %s; retrying", problem)
-        self._allocatable_down = problem
-        self.status.problem("kubelet-allocatable", problem)
-
-    def _kubelet_failed(self, error: RteError) -> None:
-        detail = str(error)
-        if self._kubelet_down is None:
-            what = "sent bad data" if isinstance(error, InputError) else "unavailable"
-            log.warning("kubelet podresources %s: %s; retrying with backoff", what, detail)
-        self._kubelet_down = detail
-        self.status.problem("kubelet", detail)
-
-    def _kubelet_recovered(self) -> bool:
-        if self._kubelet_down is None:
-            return False
-        log.info("kubelet podresources answers again")
-        self._kubelet_down = None
-        self._kubelet_retry.reset()
-        self.status.problem("kubelet", None)
-        return True
 
     # -- one cycle ------------------------------------------------------------------------------
 
@@ -328,13 +294,13 @@ class Agent:
 
     def _run_cycle(self, reasons: frozenset[str]) -> None:
         # While the kubelet is down, a List from before is no evidence of anything: ask again.
-        fresh = bool(reasons - _LIST_FRESH_ENOUGH) or self._kubelet_down is not None
+        fresh = bool(reasons - _LIST_FRESH_ENOUGH) or self._kubelet.down is not None
         specs = self.pods.pods() if self.pods is not None and self.pods.synced() else None
         try:
             scan = self.scanner.scan(fresh_list=fresh, specs=specs)
         except UnavailableError as e:
-            self._report_allocatable()
-            self._kubelet_failed(e)
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
+            self._kubelet.failed(e)
             self._fail("kubelet", e, reasons)
             return
         except NoMachineModel as e:
@@ -342,11 +308,11 @@ class Agent:
             self._fail("sysfs", e, reasons)
             return
         except InputError as e:
-            self._report_allocatable()
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
             self._fail("input", e, reasons)
             return
-        self._report_allocatable()
-        if scan.kubelet_heard and self._kubelet_recovered():
+        self._kubelet.allocatable(self.scanner.allocatable_problem)
+        if scan.kubelet_heard and self._kubelet.recovered():
             self.scanner.mark_allocatable_stale()
             reasons = reasons | {"kubelet-recovered"}
         self._record_scan(scan)
