@@ -13,7 +13,7 @@ import time
 from rte.testing import scenarios as sc
 from rte.testing.apiserver import FakeApiServer
 from rte.testing.fake_kubelet import FakeKubelet
-from tests.e2e.test_agent_e2e import first_publish
+from tests.e2e.test_agent_e2e import converged, exclusive_pod, first_publish
 from tests.helpers.e2e import NODE, NRT, AgentFactory, AgentProcess, content, stored
 from tests.helpers.waiting import wait_for
 
@@ -109,4 +109,33 @@ def test_an_nrt_deleted_or_edited_by_someone_else_is_repaired_at_once_not_at_the
     wait_for(lambda: stored(api) is not None and content(stored(api)) == good, 5, "the NRT recreated")
     assert agent.metric('rte_agent_nrt_repairs_total{what="deleted"}') == 1
     assert agent.metric('rte_agent_nrt_repairs_total{what="edited"}') == 1  # our own writes are not repairs
+    assert agent.alive
+
+
+def test_a_pod_removal_is_one_nrt_patch_when_the_api_deletes_before_the_kubelet_lets_go(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    """Item 8: the API deletes a pod, then the kubelet's List drops it a moment later (here,
+    once the agent's pod watch has seen the deletion). Before, the fingerprint went out first
+    and the freed zones one poll later: two patches. Now one List snapshot gives both."""
+    agent = start_agent("--resync-interval", "1h", "--allocatable-refresh", "0")
+    first_publish(agent, api, kubelet)
+    guaranteed = {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+    api.add_pod(
+        "leaving", node_name=NODE, containers=[{"name": "app", "image": "x", "resources": guaranteed}]
+    )
+    kubelet.add_pod(exclusive_pod("leaving", [26, 28]))
+    converged(api, kubelet, 5, "the pod in the NRT")
+    patches = api.count("patch", NRT)
+    pods_seen = agent.metric('rte_agent_triggers_total{reason="pods"}', 0)
+    ok_cycles = agent.metric('rte_agent_cycles_total{result="ok"}', 0)
+
+    api.delete_pod("leaving")
+    wait_for(lambda: agent.metric('rte_agent_triggers_total{reason="pods"}', 0) > pods_seen, 5, "the watch")
+    # The cycle that trigger starts, on the List that still holds the pod, has nothing to write.
+    wait_for(lambda: agent.metric('rte_agent_cycles_total{result="ok"}', 0) > ok_cycles, 5, "its cycle")
+    assert api.count("patch", NRT) == patches
+    kubelet.remove_pod("default", "leaving")
+    converged(api, kubelet, 5, "the pod gone from the NRT")
+    assert api.count("patch", NRT) == patches + 1
     assert agent.alive
