@@ -139,3 +139,24 @@ def test_a_pod_removal_is_one_nrt_patch_when_the_api_deletes_before_the_kubelet_
     converged(api, kubelet, 5, "the pod gone from the NRT")
     assert api.count("patch", NRT) == patches + 1
     assert agent.alive
+
+
+def test_a_list_stuck_longer_than_the_lease_makes_the_agent_unready_while_it_hangs(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    """Item 4's watchdog: the loop is stuck inside one List (a kubelet taking 10 s, under a 30 s
+    call deadline); the probe and the heartbeat, on their own threads, stop vouching once it has
+    run longer than the Lease duration (4 s here), and the agent is still alive, not restarted."""
+    agent = start_agent("--kubelet-timeout", "30s", "--resync-interval", "1h", "--allocatable-refresh", "0")
+    first_publish(agent, api, kubelet)
+    wait_for(lambda: renew_time(api), 10, "the heartbeat Lease")
+    kubelet.delay("List", 10.0)
+    wait_for(lambda: agent.get("/readyz")[0] == 503, 8, "/readyz to fail while the List hangs")
+    reason = agent.get("/readyz")[1]
+    assert reason.startswith("busy: podresources List running for "), reason
+    assert "(longer than the Lease duration, 4s)" in reason
+    assert agent.get("/healthz")[0] == 200
+    assert_lease_withheld(agent, api)
+    kubelet.delay("List", 0)
+    wait_for(lambda: agent.get("/readyz")[0] == 200, 15, "/readyz once the List returns")
+    assert agent.alive
