@@ -52,6 +52,9 @@ CONFIG = {
     "memoryManagerPolicy": "Static",
     "topologyManagerPolicy": "single-numa-node",
     "reservedSystemCPUs": "0-1",
+    # The agent refuses a List of more than 4 x maxPods pods (issue #26 item 4): the large node of
+    # these runs admits up to 5000 (--pods 5000), far above the kubelet's default 110.
+    "maxPods": 5000,
 }
 
 

@@ -134,12 +134,14 @@ class _Cluster:
         on_pods: Callable[[], None],
         on_rejected: Callable[[Rejection], None],
         api_client: Any,
+        on_nrt_changed: Callable[[str], None] = lambda what: None,
     ) -> None:
         from rte.runtime.kubeimport import kubernetes_parts_on_demand
 
         kubernetes_parts_on_demand()  # before the first kubernetes import: 3.8 MiB less resident
         from rte.agent.publish.heartbeat import Heartbeat
         from rte.agent.publish.publisher import Publisher
+        from rte.agent.watch.nrtwatch import OwnNrtWatch
         from rte.agent.watch.podwatch import NodePodWatch
         from rte.runtime.kubeclient import AGENT_SOURCES, load_api_client
 
@@ -153,12 +155,16 @@ class _Cluster:
             timeout=s.request_timeout,
             user_agent=AGENT_USER_AGENT,
         )
-        self.publisher: Publishing = Publisher(
+        publisher = Publisher(
             self.api,
             s.node_name,
             owner_reference=s.owner_reference,
             field_manager=s.field_manager,
             sleep=interruptible_sleep(stop),
+        )
+        self.publisher: Publishing = publisher
+        self.nrt_watch = (
+            OwnNrtWatch(self.api, s.node_name, publisher, on_nrt_changed) if s.nrt_watch else None
         )
         self.pod_watch = (
             NodePodWatch(self.api, s.node_name, on_change=on_pods, on_rejected=on_rejected)
@@ -175,12 +181,23 @@ class _Cluster:
     def pods(self) -> PodSnapshots | None:
         return self.pod_watch
 
+    def start_watches(self) -> None:
+        if self.pod_watch is not None:
+            self.pod_watch.start()
+        if self.nrt_watch is not None:
+            self.nrt_watch.start()
+
     def stop_pod_watch(self) -> None:
-        """Stop the pod watch from a helper thread (closing its stream can block a while)."""
+        """Stop the watches from helper threads (closing a stream can block a while)."""
         if self.pod_watch is not None:
             watch, self.pod_watch = self.pod_watch, None
             threading.Thread(
                 target=watch.stop, kwargs={"timeout": 1.0}, name="rte-stop-watch", daemon=True
+            ).start()
+        if self.nrt_watch is not None:
+            nrt, self.nrt_watch = self.nrt_watch, None
+            threading.Thread(
+                target=nrt.stop, kwargs={"timeout": 1.0}, name="rte-stop-nrt-watch", daemon=True
             ).start()
 
     def close(self) -> None:
@@ -212,6 +229,9 @@ class AgentApp:
             ready_window=settings.ready_factor * settings.resync_interval,
             stall_timeout=settings.stall_timeout,
             api_window=_api_window(settings),
+            # A List or cycle running longer than a Lease cannot vouch for anything (issue #26
+            # item 4); without the heartbeat, the default Lease duration still bounds it.
+            busy_limit=settings.lease_duration or 40.0,
         )
         self.reader = open_reader(
             settings.podresources,
@@ -222,6 +242,7 @@ class AgentApp:
         scanner = Scanner(
             node_name=settings.node_name,
             reader=self.reader,
+            max_listed_pods=settings.max_listed_pods,
             machine_loader=lambda: read_machine(settings.sysfs_root, pci=False),
             kubelet_config=KubeletConfigCache(settings.kubelet_config, settings.kubelet_config_dir),
             rules=PublishingRules(
@@ -240,7 +261,12 @@ class AgentApp:
         try:
             if settings.publish:
                 self.cluster = _Cluster(
-                    settings, self.stop_event, self._pods_changed, self._pod_rejected, api_client
+                    settings,
+                    self.stop_event,
+                    self._pods_changed,
+                    self._pod_rejected,
+                    api_client,
+                    on_nrt_changed=self._nrt_changed,
                 )
         except BaseException:
             self.reader.close()
@@ -256,8 +282,13 @@ class AgentApp:
             stop_event=self.stop_event,
         )
         if settings.kubelet_config is None:
+            # Issue #28: consumers (scheduler-plugins, KAI) read an NRT without a policy as
+            # policy none, so the node would get pods it may refuse: say so once, and in the
+            # rte_agent_topology_policy_known metric (0); `rte top` marks such NRTs NoPolicy.
             log.warning(
-                "no kubelet config given (kubelet_config): Topology Manager attributes are not published"
+                "no kubelet config given (kubelet_config): the Topology Manager policy is unknown and"
+                " not published; schedulers will treat this node as policy none and filter nothing"
+                " on it (rte_agent_topology_policy_known 0)"
             )
         self.health: HealthServer | None = None
         self.watcher: FileWatcher | None = None
@@ -269,6 +300,13 @@ class AgentApp:
         agent: Agent | None = getattr(self, "agent", None)  # events may come before the loop exists
         if agent is not None:
             agent.trigger("pods")
+
+    def _nrt_changed(self, what: str) -> None:
+        """Someone else deleted or edited our NRT (:mod:`rte.agent.watch.nrtwatch`): repair it now."""
+        self.metrics.nrt_repairs.inc(what=what)
+        agent: Agent | None = getattr(self, "agent", None)
+        if agent is not None:
+            agent.trigger("nrt-changed")
 
     def _pod_rejected(self, rejection: Rejection) -> None:
         """The kubelet refused a pod over alignment: count it, say so, and refresh the NRT now."""
@@ -332,8 +370,7 @@ class AgentApp:
             host, port = parse_address(s.http_address)
             self.health = HealthServer(host, port, self.status, self.metrics.registry).start()
         if self.cluster is not None:
-            if self.cluster.pod_watch is not None:
-                self.cluster.pod_watch.start()
+            self.cluster.start_watches()
             if self.cluster.heartbeat is not None:
                 self.heartbeat = HeartbeatRunner(
                     self.cluster.heartbeat,

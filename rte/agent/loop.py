@@ -17,6 +17,8 @@ Triggers (each a *reason*, counted in ``rte_agent_triggers_total``):
 * ``admission-error``: the kubelet refused a pod of this node at admission over alignment
   (:mod:`rte.agent.watch.rejections`): the scheduler's view was wrong, so allocatable, the List and
   the stored NRT are all read again at once;
+* ``nrt-changed``: the watch of the agent's own NRT (:mod:`rte.agent.watch.nrtwatch`) saw it deleted
+  or edited by someone else: the stored object is re-read and repaired at once;
 * ``periodic``: the resync timer (``resync_interval``), a safety net. It also re-reads the stored
   NRT, so one deleted or edited behind our back is recreated or repaired, and sysfs (hugepages
   reserved or CPUs onlined at run time);
@@ -52,12 +54,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from rte.agent.kubeletstate import KubeletState
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
 from rte.agent.scanner import NoMachineModel, Scan, Scanner
 from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
+from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
 from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
@@ -69,7 +73,7 @@ TICK = 1.0
 # Reasons whose cycle may reuse the List the poll just made; any other reason lists afresh.
 _LIST_FRESH_ENOUGH = frozenset({"kubelet", "pods", "deferred"})
 # Reasons whose cycle re-reads the stored NRT even when the computed object did not change.
-_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error"})
+_VERIFY = frozenset({"periodic", "kubelet-recovered", "admission-error", "nrt-changed"})
 # Reasons that make the next cycle re-read GetAllocatableResources.
 _REREAD_ALLOCATABLE = frozenset({"device-plugins", "admission-error"})
 
@@ -150,7 +154,7 @@ class Agent:
         self._coalescer = Coalescer(s.debounce, s.max_delay)
         self._writes = NonBlockingTokenBucket(s.publish_qps, s.publish_burst, now)
         self._retry = Backoff(s.retry_base, s.retry_cap, rng)
-        self._kubelet_retry = Backoff(s.retry_base, s.retry_cap, rng)
+        self._kubelet = KubeletState(status, Backoff(s.retry_base, s.retry_cap, rng))
         self._next_poll = now + s.poll_interval if s.poll_interval > 0 else math.inf
         self._next_resync = now + s.resync_interval
         self._next_allocatable = now + s.allocatable_refresh if s.allocatable_refresh > 0 else math.inf
@@ -159,7 +163,6 @@ class Agent:
         self.last_error: str | None = None
         self._printed: NodeTopology | None = None
         self._crd_ok = False
-        self._kubelet_down: str | None = None
         self._failure: str | None = None
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
@@ -246,13 +249,13 @@ class Agent:
         try:
             changed = self.scanner.poll()
         except RteError as e:
-            self._kubelet_failed(e)
-            self._next_poll = now + max(self.settings.poll_interval, self._kubelet_retry.next())
+            self._kubelet.failed(e)
+            self._next_poll = now + max(self.settings.poll_interval, self._kubelet.retry.next())
             return
         finally:
             self.status.idle(self._clock())
         self._next_poll = self._clock() + self.settings.poll_interval
-        if self._kubelet_recovered():
+        if self._kubelet.recovered():
             self.scanner.mark_allocatable_stale()
             self._coalescer.release()  # no need to sit out a retry delay the kubelet caused
             self._add("kubelet-recovered", now)
@@ -264,29 +267,13 @@ class Agent:
         """Re-read allocatable (a local gRPC call; sysfs waits for the resync): a cycle only if it changed."""
         try:
             changed = self.scanner.refresh_allocatable()
-        except RteError as e:  # the List poll reports an unreachable kubelet; the next scan asks again
-            log.debug("allocatable refresh failed: %s", e)
+        except RteError:  # the next scan asks again
             self.scanner.mark_allocatable_stale()
             return
+        finally:
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
         if changed:
             self._add("allocatable", now)
-
-    def _kubelet_failed(self, error: RteError) -> None:
-        detail = str(error)
-        if self._kubelet_down is None:
-            what = "sent bad data" if isinstance(error, InputError) else "unavailable"
-            log.warning("kubelet podresources %s: %s; retrying with backoff", what, detail)
-        self._kubelet_down = detail
-        self.status.problem("kubelet", detail)
-
-    def _kubelet_recovered(self) -> bool:
-        if self._kubelet_down is None:
-            return False
-        log.info("kubelet podresources answers again")
-        self._kubelet_down = None
-        self._kubelet_retry.reset()
-        self.status.problem("kubelet", None)
-        return True
 
     # -- one cycle ------------------------------------------------------------------------------
 
@@ -307,12 +294,13 @@ class Agent:
 
     def _run_cycle(self, reasons: frozenset[str]) -> None:
         # While the kubelet is down, a List from before is no evidence of anything: ask again.
-        fresh = bool(reasons - _LIST_FRESH_ENOUGH) or self._kubelet_down is not None
+        fresh = bool(reasons - _LIST_FRESH_ENOUGH) or self._kubelet.down is not None
         specs = self.pods.pods() if self.pods is not None and self.pods.synced() else None
         try:
             scan = self.scanner.scan(fresh_list=fresh, specs=specs)
         except UnavailableError as e:
-            self._kubelet_failed(e)
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
+            self._kubelet.failed(e)
             self._fail("kubelet", e, reasons)
             return
         except NoMachineModel as e:
@@ -320,9 +308,11 @@ class Agent:
             self._fail("sysfs", e, reasons)
             return
         except InputError as e:
+            self._kubelet.allocatable(self.scanner.allocatable_problem)
             self._fail("input", e, reasons)
             return
-        if scan.kubelet_heard and self._kubelet_recovered():
+        self._kubelet.allocatable(self.scanner.allocatable_problem)
+        if scan.kubelet_heard and self._kubelet.recovered():
             self.scanner.mark_allocatable_stale()
             reasons = reasons | {"kubelet-recovered"}
         self._record_scan(scan)
@@ -381,6 +371,8 @@ class Agent:
 
     def _record_scan(self, scan: Scan) -> None:
         self.last_scan = scan
+        known = any(a.name == TOPOLOGY_MANAGER_POLICY for a in scan.topology.attributes)
+        self.metrics.policy_known.set(1.0 if known else 0.0)
         self.metrics.scan_seconds.observe(scan.seconds)
         self.metrics.record_zones(
             (zone.name, res.name, float(res.available))
@@ -393,6 +385,7 @@ class Agent:
             log.warning("input inconsistency (%s): %s", kind, detail)
         self._findings = findings
         self.status.degraded("kubelet-data", scan.inconsistent)
+        self.status.degraded("kubelet-values", scan.implausible)
         self._record_machine(scan.machine_problem)
 
     def _no_machine(self, problem: str) -> None:

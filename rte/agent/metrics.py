@@ -115,6 +115,21 @@ class AgentMetrics:
         )
         for reason in TAE_REASONS:
             self.topology_affinity_errors.inc(0, reason=reason)
+        self.nrt_repairs = Counter(
+            r,
+            "rte_agent_nrt_repairs_total",
+            "Times the agent's own NRT was found deleted or edited by someone else (what: deleted,"
+            " edited); each asks for a repair, rate limited.",
+            ("what",),
+        )
+        for what in ("deleted", "edited"):
+            self.nrt_repairs.inc(0, what=what)
+        self.policy_known = Gauge(
+            r,
+            "rte_agent_topology_policy_known",
+            "1 when the published NRT states the node's Topology Manager policy; 0 when the agent"
+            " could not learn it (no kubelet config): consumers then treat the node as policy none.",
+        )
 
     def record_zones(self, zones: Iterable[tuple[str, str, float]]) -> None:
         self.zone_available.replace_all({(zone, res): value for zone, res, value in zones})

@@ -31,12 +31,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from rte.agent.compute.accounting import Accounting
+from rte.agent.compute.podset import with_departed
 from rte.agent.compute.podtally import PodTally
 from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.agent.compute.topology import compute_topology
@@ -53,8 +54,9 @@ from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
+from rte.podres.reader import pod_limit
 from rte.podres.source import KubeletReader, Listing
-from rte.podres.types import AllocatableResources
+from rte.podres.types import AllocatableResources, PodResources
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ class Scan:
     stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
     cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute.topology`): the object is
     then capped at the last consistent state, and the loop turns this into a readiness reason.
+    ``implausible``: the absurd kubelet values this cycle met (see
+    :data:`rte.agent.compute.ledger.IMPLAUSIBLE_KINDS`), another readiness reason; None when there were none.
     """
 
     topology: NodeTopology
@@ -97,6 +101,11 @@ class Scan:
     kubelet_heard: bool = False
     machine_problem: str | None = None
     inconsistent: str | None = None
+    implausible: str | None = None
+
+
+def pod_keys(pods: Iterable[PodResources]) -> frozenset[tuple[str, str]]:
+    return frozenset((p.namespace, p.name) for p in pods)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -204,6 +213,7 @@ class Scanner:
         zone_attributes: ZoneAttributes | None = None,
         on_kubelet_error: ErrorHook | None = None,
         pod_tally: bool = True,
+        max_listed_pods: int = 0,
     ) -> None:
         self._node_name = node_name
         self.reader = reader
@@ -213,6 +223,9 @@ class Scanner:
         self._checkpoints = checkpoints or CheckpointFiles(None)
         self._zone_attributes = zone_attributes
         self._on_error = on_kubelet_error or (lambda method, kind: None)
+        self._max_listed_pods = max_listed_pods
+        if reader is not None:  # until a kubelet config is read (each scan follows its maxPods)
+            reader.pod_limit = pod_limit(None, max_listed_pods)
         # Read by the first scan, not here: a daemon starting on an unreadable sysfs must retry.
         self._machine: Machine | None = None
         self._machine_stale = True
@@ -220,12 +233,18 @@ class Scanner:
         self._allocatable: AllocatableResources | None = None
         self._allocatable_stale = True
         self._allocatable_supported = True
+        self.allocatable_problem: str | None = None
+        """Why the last GetAllocatableResources call failed (unreachable, timed out or an answer
+        that does not decode); None once it answers (or is known unsupported)."""
         self._last_consistent: dict[tuple[str, str], Amount] = {}
         self.listing: Listing | None = None
         # Sums over the listed pods, kept across scans (None: every scan walks every pod, the
         # benchmarks' baseline).
         self.tally = PodTally() if pod_tally else None
         self._listing_current = False  # no kubelet call failed since self.listing was made
+        # The pod specs the last reading used: a pod the API deleted keeps its spec while the
+        # kubelet still lists it (rte.agent.compute.podset.with_departed).
+        self._specs: Mapping[tuple[str, str], Pod] = {}
         self._heard = False  # a kubelet call answered during the current scan
 
     def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
@@ -289,11 +308,16 @@ class Scanner:
         try:
             allocatable = self._kubelet("GetAllocatableResources", lambda reader: reader.get_allocatable())
         except NotSupportedError as e:
+            self.allocatable_problem = None
             if self._allocatable_supported:
                 log.warning("%s; allocatable comes from sysfs and the kubelet config", e)
             self._allocatable_supported = False
             allocatable = None
+        except RteError as e:  # one failed call, whether it timed out or answered garbage
+            self.allocatable_problem = str(e)
+            raise
         else:
+            self.allocatable_problem = None
             if not self._allocatable_supported:
                 log.info("kubelet now offers GetAllocatableResources")
             self._allocatable_supported = True
@@ -320,7 +344,12 @@ class Scanner:
         config = self._config.get()
         if config is not None:
             check_against_machine(config, machine.cpus)
+        if self.reader is not None:
+            self.reader.pod_limit = pod_limit(config.max_pods if config else None, self._max_listed_pods)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
+        if specs is not None and kubelet is not None:
+            listed = kubelet.tally.listed_keys() if kubelet.tally is not None else pod_keys(kubelet.pods)
+            specs = self._specs = with_departed(specs, self._specs, listed)
         return NodeReading(
             node_name=self._node_name,
             machine=machine,
@@ -349,6 +378,7 @@ class Scanner:
             kubelet_heard=self._heard,
             machine_problem=self.machine_problem,
             inconsistent=None if computed.consistent else _inconsistency(computed.accounting),
+            implausible=_implausible(computed.accounting),
         )
 
 
@@ -356,3 +386,17 @@ def _inconsistency(accounting: Accounting) -> str:
     """The readiness reason for a cycle whose kubelet data contradicted itself."""
     kinds = sorted({f.kind for f in accounting.findings if f.inconsistent})
     return f"{', '.join(kinds)}; published availability capped at the last consistent cycle"
+
+
+IMPLAUSIBLE_SHOWN = 3
+"""How many absurd values a readiness reason names (the metric counts them all)."""
+
+
+def _implausible(accounting: Accounting) -> str | None:
+    """The readiness reason for absurd kubelet values (each finding is also logged and counted)."""
+    found = [f for f in accounting.findings if f.implausible]
+    if not found:
+        return None
+    shown = "; ".join(f"{f.kind}: {f.detail}" for f in found[:IMPLAUSIBLE_SHOWN])
+    more = f" (and {len(found) - IMPLAUSIBLE_SHOWN} more)" if len(found) > IMPLAUSIBLE_SHOWN else ""
+    return f"{shown}{more}; published the safe value"

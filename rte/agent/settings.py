@@ -96,6 +96,9 @@ class AgentSettings:
     """Client-side limit on podresources calls per second (the kubelet allows 100, shared)."""
     kubelet_burst: int = field(default=5, metadata=setting(INT, minimum=1))
     """Burst of the podresources client-side limit."""
+    max_listed_pods: int = field(default=0, metadata=setting(INT, minimum=0))
+    """Most pods one List answer may hold; more is bad data (unready, nothing decoded or published).
+    0: 4 x the kubelet config's maxPods (4000 when no kubelet config is read)."""
 
     # -- apiserver -----------------------------------------------------------------------------
     publish_qps: float = field(default=1.0, metadata=setting(FLOAT, minimum=0.001))
@@ -131,6 +134,9 @@ class AgentSettings:
     """Which pods the fingerprint covers."""
     pod_watch: bool = field(default=True, metadata=setting(BOOL))
     """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
+    nrt_watch: bool = field(default=True, metadata=setting(BOOL))
+    """Watch this node's own NRT and repair a deletion or foreign edit at once (needs list and
+    watch on noderesourcetopologies); off: the resync repairs it, within resync_interval."""
     informer_mode: InformerMode = field(
         default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
     )

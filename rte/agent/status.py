@@ -5,7 +5,10 @@
   that one operation has lasted ``stall_timeout``. A slow apiserver therefore makes the agent
   unready, never killed; only a loop that is stuck gets restarted.
 * **vouching** (the heartbeat Lease is renewed only then): the stored NRT is what the node is
-  now. A cycle that talked to the kubelet in that cycle (or used the List a successful poll
+  now. Never while one operation of the loop (a List, a cycle) has run longer than
+  ``busy_limit`` (the Lease duration): the probes and the heartbeat read this from their own
+  threads, so a loop stuck on a huge kubelet answer is a watchdog's finding, not its own. A
+  cycle that talked to the kubelet in that cycle (or used the List a successful poll
   had just made) confirmed the stored object within ``ready_window``, no cycle failed since, and
   nothing that blinds the agent stands (kubelet unreachable, CRD missing, sysfs never read
   since start). With ``--no-publish``, a successful scan counts as a publish.
@@ -33,8 +36,10 @@ class AgentStatus:
         stall_timeout: float,
         idle_timeout: float = 30.0,
         api_window: float | None = None,
+        busy_limit: float | None = None,
     ) -> None:
         self.ready_window = ready_window
+        self.busy_limit = busy_limit
         self.stall_timeout = stall_timeout
         self.idle_timeout = idle_timeout
         self.api_window = api_window
@@ -118,6 +123,9 @@ class AgentStatus:
     def readiness(self, now: float) -> tuple[bool, str]:
         with self._lock:
             reasons = {**self._problems, **self._degraded}
+            overrun = self._overrun(now)
+            if overrun is not None:
+                reasons["busy"] = overrun
             if reasons:
                 return False, "; ".join(f"{k}: {v}" for k, v in sorted(reasons.items()))
             ok, reason = self._vouching(now)
@@ -132,7 +140,20 @@ class AgentStatus:
                     )
             return True, "ok"
 
+    def _overrun(self, now: float) -> str | None:
+        """Why the operation under way has run too long to vouch for anything, or None."""
+        if self.busy_limit is None or self._busy_since is None:
+            return None
+        took = now - self._busy_since
+        if took <= self.busy_limit:
+            return None
+        limit = f"longer than the Lease duration, {self.busy_limit:.0f}s"
+        return f"{self._busy_with} running for {took:.0f}s ({limit})"
+
     def _vouching(self, now: float) -> tuple[bool, str]:
+        overrun = self._overrun(now)
+        if overrun is not None:
+            return False, f"busy: {overrun}"
         if self._problems:
             return False, "; ".join(f"{k}: {v}" for k, v in sorted(self._problems.items()))
         if self._last_error is not None:

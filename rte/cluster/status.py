@@ -37,6 +37,7 @@ from rte.consumer.store import heartbeat_from_lease, resource_names_of
 from rte.consumer.tmconfig import tm_config_from
 from rte.errors import InputError
 from rte.model import numaplacement as npl
+from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
 from rte.model.nrt import from_nrt
 from rte.model.pod import Pod, counts_for_fingerprint, pod_from_manifest, resource_quantities
 from rte.model.quantity import Amount
@@ -62,6 +63,10 @@ class Marker(StrEnum):
     PODS_MISMATCH = "PodsMismatch"
     NO_FINGERPRINT = "NoFingerprint"
     BAD_FINGERPRINT = "BadFingerprint"
+    NO_POLICY = "NoPolicy"
+    """The NRT names no Topology Manager policy (its agent could not read the kubelet config):
+    scheduler-plugins and KAI then treat the node as policy ``none`` and filter nothing on it
+    (issue #28)."""
 
 
 OK = "OK"
@@ -186,6 +191,16 @@ class NodeStatus:
     def scope(self) -> str:
         return tm_config_from(self.topology).scope if self.topology else ""
 
+    @property
+    def policy_known(self) -> bool:
+        """Whether the NRT states a Topology Manager policy at all (an attribute or the
+        deprecated ``topologyPolicies``); consumers read a silent one as ``none``."""
+        if self.topology is None:
+            return False
+        return bool(self.topology.topology_policies) or any(
+            a.name == TOPOLOGY_MANAGER_POLICY for a in self.topology.attributes
+        )
+
     def nrt_age(self, now: float) -> float | None:
         return None if self.changed is None else max(0.0, now - self.changed)
 
@@ -215,6 +230,8 @@ class NodeStatus:
             out.append(Marker.LEASE_STALE)
         if self.agent is not None and not self.agent.ready:
             out.append(Marker.AGENT_NOT_READY)
+        if self.topology is not None and not self.policy_known:
+            out.append(Marker.NO_POLICY)
         if self.fingerprint is not None:
             result = self.fingerprint.result
             if result is CompareResult.MISMATCH:

@@ -126,7 +126,8 @@ def _node_cells(s: NodeStatus, now: float, opts: TopOptions) -> list[str]:
     lease = heartbeat_text(s, now)
     pods = s.fingerprint.result.value if s.fingerprint is not None else "-"
     status = ",".join(s.markers(now, opts.stale_after)) or OK
-    policy = f"{s.policy}/{s.scope}" if s.topology else "-"
+    # A policy the NRT does not state is shown as such, not as the "none" consumers assume.
+    policy = "-" if not s.topology else f"{s.policy}/{s.scope}" if s.policy_known else "unknown"
     return [policy, age_text(s.nrt_age(now)) if s.topology else "-", lease, pods, status]
 
 
@@ -175,7 +176,7 @@ def status_dict(s: NodeStatus, now: float, stale_after: float | None = None) -> 
     return {
         "node": s.name,
         "nodeExists": s.node_exists,
-        "topologyManager": {"policy": s.policy, "scope": s.scope} if s.topology else None,
+        "topologyManager": {"policy": s.policy, "scope": s.scope} if s.policy_known else None,
         "nrtAgeSeconds": s.nrt_age(now),
         "lease": lease,
         "agent": agent,

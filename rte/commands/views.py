@@ -119,7 +119,8 @@ def top_cmd(
     age and whether the NRT's fingerprint matches the node's pods.
 
     STATUS names what is off: LeaseStale and PodsMismatch mark data the scheduler should not
-    trust yet; NoLease, NoFingerprint, NoNRT and NoNode say what is missing.
+    trust yet; NoLease, NoFingerprint, NoNRT and NoNode say what is missing; NoPolicy, an NRT
+    without a Topology Manager policy, which consumers treat as policy none.
     """
     from rte.commands.top import TopOptions, top
     from rte.consumer.config import ResyncMethod

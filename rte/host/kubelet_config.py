@@ -78,6 +78,11 @@ _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
+DEFAULT_MAX_PODS = 110
+"""The kubelet's ``maxPods`` default (``SetDefaults_KubeletConfiguration`` in
+pkg/kubelet/apis/config/v1beta1/defaults.go)."""
+
+
 def default_eviction_hard() -> dict[str, str]:
     return dict(DEFAULT_EVICTION_HARD)
 
@@ -107,6 +112,8 @@ class KubeletConfig:
     eviction_hard: Mapping[str, str] = field(default_factory=default_eviction_hard)
     """Signal -> threshold text (a quantity or a percentage), as the kubelet holds it."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    max_pods: int = DEFAULT_MAX_PODS
+    """``maxPods``: how many pods the kubelet admits (the agent's List cap follows it)."""
     source: str = field(default="<defaults>", compare=False)
     """Where the settings came from, for messages."""
 
@@ -321,6 +328,17 @@ def _max_numa_nodes(options: Mapping[str, str], fields: _Fields) -> int:
     return value or DEFAULT_MAX_NUMA_NODES
 
 
+def _max_pods(fields: _Fields) -> int:
+    value = fields.data.get("maxPods")
+    if value is None:
+        return DEFAULT_MAX_PODS
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(fields.where("maxPods"), f"expected an integer, got {_brief(value)}")
+    if value < 0:  # the kubelet's validation refuses a negative maxPods
+        raise InputError(fields.where("maxPods"), f"must not be negative, got {value}")
+    return value or DEFAULT_MAX_PODS  # 0 is unset, defaulted to 110
+
+
 def _check_options(options: Mapping[str, str], fields: _Fields) -> None:
     value = options.get(PREFER_CLOSEST_NUMA_NODES)
     if value is not None and go_bool(value) is None:
@@ -384,5 +402,6 @@ def parse_kubelet_config(data: object, source: str = "<kubelet config>") -> Kube
         system_reserved=_resource_amounts(fields, "systemReserved"),
         eviction_hard=_eviction_hard(fields),
         feature_gates=_feature_gates(fields),
+        max_pods=_max_pods(fields),
         source=source,
     )

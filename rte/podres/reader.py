@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rte.errors import InputError
 from rte.podres.source import KubeletReader, Listing, PodChange, identity_change
 from rte.podres.types import AllocatableResources
 
@@ -30,12 +31,45 @@ if TYPE_CHECKING:
     from rte.podres.wire import Records
 
 
+LISTED_PODS_PER_MAX_POD = 4
+"""The List cap is this many times the kubelet's ``maxPods``. The kubelet admits at most maxPods
+pods, and since 1.34 List holds active pods only (``GetActivePods``, kubelet
+pkg/kubelet/apis/podresources/server_v1.go); older kubelets list terminal pods too until they
+are deleted, so the margin is wide: a List four times over what the kubelet may run is broken,
+not busy."""
+
+UNKNOWN_MAX_PODS = 1000
+"""The ``maxPods`` assumed when the kubelet config is unknown: above the largest values in use
+(the kubelet's default is 110, managed offerings go to a few hundred), so no real node trips it."""
+
+
+def pod_limit(max_pods: int | None, override: int = 0) -> int:
+    """The most pods one List answer may hold: ``override`` when set, else 4 x ``max_pods``
+    (the kubelet config's maxPods; None when unknown)."""
+    if override > 0:
+        return override
+    return LISTED_PODS_PER_MAX_POD * (max_pods if max_pods is not None else UNKNOWN_MAX_PODS)
+
+
+def too_many_pods(source: str, limit: int, count: int | None = None) -> InputError:
+    """The error for a List answer holding more than ``limit`` pods (``count`` of them when
+    known; the socket reader stops counting once past the limit)."""
+    many = f"more than {limit}" if count is None else str(count)
+    early = "; refused before decoding it" if count is None else ""
+    return InputError(
+        source,
+        f"lists {many} pods, above the limit of {limit} (4 x the kubelet's maxPods, or the"
+        f" max_listed_pods setting){early}",
+    )
+
+
 class SocketReader:
     """Polls the kubelet's gRPC socket, decoding only what changed."""
 
-    def __init__(self, client: PodResourcesClient) -> None:
+    def __init__(self, client: PodResourcesClient, pod_limit: int | None = None) -> None:
         self._client = client
         self.endpoint = client.endpoint
+        self.pod_limit = pod_limit
         self._records: Records | None = None  # the last List's records, one per pod of _last
         self._last: Listing | None = None
         self._allocatable: tuple[bytes, AllocatableResources] | None = None
@@ -47,6 +81,7 @@ class SocketReader:
         from rte.podres import convert
         from rte.podres.v1 import api_pb2
         from rte.podres.wire import Records, changed_records, records
+        from rte.podres.wire import count_records as wirecount
 
         # The response's own bytes keep the client's error mapping and rate limit but skip
         # decoding: an unchanged List is one digest, and only the pods whose bytes are new go
@@ -56,6 +91,11 @@ class SocketReader:
         last, old = self._last, self._records
         if last is not None and last.digest == digest:
             return last
+        limit = self.pod_limit
+        # Counted before any pod is cut out or decoded: 400 000 pods fit under the 16 MiB gRPC
+        # cap, and decoding them would take minutes and hundreds of MiB (issue #26 item 4).
+        if limit is not None and wirecount(wire, limit) > limit:
+            raise too_many_pods(f"kubelet List response from {self.endpoint}", limit)
         found = changed_records(old, wire) if old is not None else None
         if found is not None:
             new, head, tail = found
@@ -109,12 +149,15 @@ class DirectoryReader:
 
         self._files = PodResourcesFiles(directory)
         self.endpoint = str(directory)
+        self.pod_limit: int | None = None
 
     def wait_ready(self, timeout: float) -> None:
         return None  # files are there or they are not: nothing to wait for
 
     def list(self) -> Listing:
         pods = self._files.list()
+        if self.pod_limit is not None and len(pods) > self.pod_limit:  # files are small: counted after
+            raise too_many_pods(f"List file in {self.endpoint}", self.pod_limit, len(pods))
         digest = hashlib.blake2b(repr(pods).encode(), digest_size=16).digest()
         return Listing(digest, pods)
 

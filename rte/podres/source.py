@@ -66,9 +66,14 @@ class Listing:
 
 @runtime_checkable
 class KubeletReader(Protocol):
-    """The kubelet as the agent uses it (errors: see the module docstring)."""
+    """The kubelet as the agent uses it (errors: see the module docstring).
+
+    ``pod_limit``: the most pods one List answer may hold (None: no limit); a longer answer is
+    refused with :class:`~rte.errors.InputError` (see :func:`rte.podres.reader.too_many_pods`).
+    """
 
     endpoint: str
+    pod_limit: int | None
 
     def wait_ready(self, timeout: float) -> None:
         """Block until the kubelet answers (UnavailableError after ``timeout`` seconds)."""

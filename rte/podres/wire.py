@@ -64,6 +64,30 @@ def _cut(wire: bytes, start: int, end: int) -> tuple[list[bytes], list[int]] | N
     return payloads, ends
 
 
+def count_records(wire: bytes, limit: int) -> int:
+    """How many records ``wire`` holds, counting no further than ``limit + 1``.
+
+    Walks the records' tags and lengths only (no payload is touched or copied), so refusing a
+    List of 400 000 pods against a cap of a few hundred costs a few hundred steps. A malformed
+    record ends the count: the cut that follows reports it.
+    """
+    count, pos, end = 0, 0, len(wire)
+    while pos < end and count <= limit:
+        if wire[pos] != _LIST_PODS_TAG:
+            break
+        length, shift, pos = 0, 0, pos + 1
+        while pos < end and shift <= 35:
+            byte = wire[pos]
+            length |= (byte & 0x7F) << shift
+            pos += 1
+            if byte < 0x80:
+                break
+            shift += 7
+        pos += length
+        count += 1
+    return count
+
+
 def records(wire: bytes) -> Records | None:
     """``wire`` cut into its records; None when it holds anything else (another field, a record
     cut short): the caller then decodes the whole message, which names what is wrong."""

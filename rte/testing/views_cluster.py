@@ -51,17 +51,20 @@ def nrt(
     *,
     pods: Sequence[tuple[str, str]] | None = (),
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
-    policy: str = "single-numa-node",
+    policy: str | None = "single-numa-node",
     scope: str = "container",
     placed: Mapping[tuple[str, str, str], int] | None = None,
 ) -> dict[str, Any]:
     """A v1alpha2 NRT with zones ``node-0``, ``node-1``, ...; ``pods`` are the fingerprinted
     ``(namespace, name)`` pairs (None: no fingerprint at all); ``placed`` (namespace, pod,
-    container) -> NUMA id adds the numaplacement attributes an agent publishes for them."""
-    attributes = [
-        {"name": "topologyManagerPolicy", "value": policy},
-        {"name": "topologyManagerScope", "value": scope},
-    ]
+    container) -> NUMA id adds the numaplacement attributes an agent publishes for them; ``policy``
+    None: no Topology Manager policy stated at all (an agent without the kubelet config)."""
+    attributes = []
+    if policy is not None:
+        attributes += [
+            {"name": "topologyManagerPolicy", "value": policy},
+            {"name": "topologyManagerScope", "value": scope},
+        ]
     annotations = {}
     if pods is not None:
         sign = fp.compute(pods)
@@ -79,7 +82,9 @@ def nrt(
         "apiVersion": "topology.node.k8s.io/v1alpha2",
         "kind": "NodeResourceTopology",
         "metadata": {"name": name, "annotations": annotations},
-        "topologyPolicies": ["SingleNUMANodePodLevel" if scope == "pod" else "SingleNUMANodeContainerLevel"],
+        "topologyPolicies": []
+        if policy is None
+        else ["SingleNUMANodePodLevel" if scope == "pod" else "SingleNUMANodeContainerLevel"],
         "attributes": attributes,
         "zones": [
             {

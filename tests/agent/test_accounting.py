@@ -240,7 +240,11 @@ def test_available_is_clamped_at_zero_and_allocatable_above_capacity_raises_capa
     result = account(machine, STATIC, alloc, [pod])
     assert _res(result.zones[0], "memory") == ResourceInfo("memory", 2 * GiB, 2 * GiB, 2 * GiB)
     assert _res(result.zones[1], "memory").available == 0
-    assert {f.kind for f in result.findings} == {"allocatable_above_capacity", "negative_available"}
+    assert {f.kind for f in result.findings} == {
+        "allocatable_above_capacity",
+        "negative_available",
+        "held_above_capacity",  # 3 GiB held on a zone of 1 GiB: an absurd value (issue #26 item 6)
+    }
 
 
 def test_policies_are_inferred_from_kubelet_data_without_a_config() -> None:

@@ -139,3 +139,21 @@ def test_metrics_are_served_in_the_text_format(served: tuple[HealthServer, Agent
 def test_unknown_paths_are_404(served: tuple[HealthServer, AgentStatus, FakeClock]) -> None:
     server, _, _ = served
     assert get(server, "/nope")[0] == 404
+
+
+def test_an_operation_running_longer_than_the_lease_makes_the_agent_unready_and_withholds_the_lease() -> None:
+    """Issue #26 item 4: a List of 400 000 pods kept the loop busy for many seconds while /readyz
+    said 200 and the Lease was renewed. The status, read from the probe's and the heartbeat's own
+    threads, is the watchdog: past ``busy_limit`` the agent neither is ready nor vouches."""
+    s = AgentStatus(ready_window=180.0, stall_timeout=300.0, busy_limit=40.0)
+    s.tick(0.0)
+    s.succeeded(1.0)
+    s.busy(2.0, "podresources List")
+    assert s.readiness(42.0) == (True, "ok")  # 40 s: a slow call, not yet a stuck one
+    ok, reason = s.readiness(43.0)
+    assert not ok
+    assert reason == "busy: podresources List running for 41s (longer than the Lease duration, 40s)"
+    assert s.vouching(43.0) == (False, reason)
+    assert s.liveness(43.0)[0]  # alive: the loop is slow, the stall timeout decides on restarts
+    s.idle(44.0)
+    assert s.readiness(44.0) == (True, "ok")

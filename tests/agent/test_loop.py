@@ -268,3 +268,50 @@ def test_stopping_during_a_retry_sleep_abandons_the_cycle_promptly(tmp_path: Pat
     h.agent.stop()
     assert done.wait(2)
     assert time.monotonic() - start < 1
+
+
+def test_a_pod_removal_is_one_write_the_fingerprint_following_the_list_that_frees_it(
+    tmp_path: Path,
+) -> None:
+    """Issue #26 item 8: the API deletes a pod a moment before the kubelet's List drops it. The
+    pod watch used to change the fingerprint at once and List the zones one poll later: two
+    patches per removal. A pod the API no longer has counts, with its last spec, for as long as
+    the List in use still lists it, so one List snapshot gives both and the removal is one write."""
+    from rte.model.pod import Container, Pod
+
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h")
+    h.add_pod("leaving", [6, 8])
+    guaranteed = Container("c", {"cpu": 2, "memory": 2**30}, {"cpu": 2, "memory": 2**30})
+    spec = Pod("default", "leaving", uid="u1", node_name="n1", phase="Running", containers=(guaranteed,))
+    h.pods.snapshot = {spec.key: spec}
+    h.pods.is_synced = True
+    h.advance(2)
+    before = h.publisher.stored
+    assert before is not None and before.attribute(fp.ATTRIBUTE) == fp.compute([spec.key])
+    writes = len(h.publisher.calls)
+
+    h.pods.snapshot = {}  # the watch saw DELETED; the kubelet still lists the pod
+    h.agent.trigger("pods")
+    h.advance(0.3)
+    assert len(h.publisher.calls) == writes  # nothing to say yet: the List still holds it
+
+    h.remove_pod("leaving")  # the next poll shows its CPUs freed
+    h.advance(1)
+    assert len(h.publisher.calls) == writes + 1
+    after = h.publisher.stored
+    assert after is not None and after.attribute(fp.ATTRIBUTE) == fp.compute([])
+    assert after.zones != before.zones
+
+
+def test_an_unknown_topology_manager_policy_shows_in_a_metric(tmp_path: Path) -> None:
+    """Issue #28: without the kubelet config the NRT states no policy, which consumers read as
+    none; the agent says so in rte_agent_topology_policy_known (and one line at start, app.py)."""
+    (tmp_path / "blind").mkdir()
+    (tmp_path / "informed").mkdir()
+    blind = Harness(tmp_path / "blind", kubelet_config=None)
+    blind.advance(1)
+    assert blind.publisher.stored is not None
+    assert blind.metric("policy_known") == 0
+    informed = Harness(tmp_path / "informed")
+    informed.advance(1)
+    assert informed.metric("policy_known") == 1

@@ -114,3 +114,83 @@ def test_an_admission_error_rereads_allocatable_and_the_stored_object_at_once(tm
     assert h.reader.lists == lists + 1
     assert h.publisher.forgets == forgets + 1
     assert h.metric("triggers", reason="admission-error") == 1
+
+
+def test_an_undecodable_allocatable_answer_is_a_failed_call_unready_and_no_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 3: a GetAllocatableResources answer that does not decode is treated as the
+    call failing, as its timeout is: one warning line, a readiness reason naming the call, the
+    heartbeat Lease withheld (vouching false), and all of it cleared once the kubelet answers well."""
+    h = Harness(tmp_path, allocatable_refresh="2s", resync_interval="1h")
+    h.advance(1)
+    assert h.ready()
+    h.reader.bad_allocatable = True
+    with caplog.at_level(logging.INFO, logger="rte"):
+        h.advance(10)  # several refreshes, all failing
+        ready, reason = h.status.readiness(h.clock.now)
+        assert not ready
+        assert reason.startswith("kubelet-allocatable: kubelet GetAllocatableResources response from fake")
+        assert "does not decode" in reason
+        assert not h.status.vouching(h.clock.now)[0]
+        h.reader.bad_allocatable = False
+        h.advance(3)
+    assert h.ready(), h.status.readiness(h.clock.now)
+    assert h.status.vouching(h.clock.now)[0]
+    warnings = [r for r in caplog.records if "GetAllocatableResources" in r.getMessage()]
+    assert len(warnings) == 2, [r.getMessage() for r in warnings]  # one when it fails, one when it is back
+    assert warnings[0].levelno == logging.WARNING
+
+
+def test_an_absurd_kubelet_value_that_zeroes_a_zone_is_a_readiness_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 6: a memory block of 2^64-1 bytes (a uint64 the kubelet should never send)
+    zeroes zone 0's memory: the agent publishes the safe number, but says so in /readyz (a
+    degradation: the Lease stays, the NRT is what the kubelet said) until the value goes away."""
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h")
+    h.advance(1)
+    assert h.ready()
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.add_memory_pod("absurd", 2**64 - 1, 0)
+        h.advance(1)
+    stored = h.publisher.stored
+    assert stored is not None
+    zone0 = next(z for z in stored.zones if z.name == "node-0")
+    assert next(r for r in zone0.resources if r.name == "memory").available == 0
+    ready, reason = h.status.readiness(h.clock.now)
+    assert not ready
+    assert reason.startswith("kubelet-values: held_above_capacity: node-0 memory: pods hold "), reason
+    assert "18446744075857035263 > capacity" in reason  # the absurd block plus the 2 GiB one there
+    assert h.status.vouching(h.clock.now)[0]
+    assert "input inconsistency (held_above_capacity)" in caplog.text
+    h.remove_pod("absurd")
+    h.advance(1)
+    assert h.ready(), h.status.readiness(h.clock.now)
+
+
+def test_a_list_above_the_pod_limit_is_bad_kubelet_data_unready_and_no_lease(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26 item 4: an answer holding more pods than the cap is refused as bad data: one
+    warning, a readiness reason, the Lease withheld, nothing published from it; the agent
+    recovers by itself when the List is back under the cap."""
+    h = Harness(tmp_path, allocatable_refresh="0", resync_interval="1h", max_listed_pods="3")
+    h.advance(1)
+    assert h.ready()
+    published = h.publisher.stored
+    with caplog.at_level(logging.WARNING, logger="rte"):
+        h.add_pod("fourth", [6])
+        h.advance(3)
+    ready, reason = h.status.readiness(h.clock.now)
+    assert not ready
+    assert reason.startswith("kubelet: List file in ")
+    assert reason.endswith(
+        "lists 4 pods, above the limit of 3 (4 x the kubelet's maxPods, or the max_listed_pods setting)"
+    )
+    assert not h.status.vouching(h.clock.now)[0]
+    assert h.publisher.stored == published
+    assert len([r for r in caplog.records if "above the limit" in r.getMessage()]) == 1
+    h.remove_pod("fourth")
+    h.advance(3)
+    assert h.ready(), h.status.readiness(h.clock.now)

@@ -175,3 +175,43 @@ def test_scans_with_the_readers_word_on_what_changed_equal_full_passes(seed: int
             listed.insert(rng.randrange(len(listed)), listed.pop(rng.randrange(len(listed))))
     # Only inserted pods were accounted: removed and moved ones cost nothing.
     assert fast.tally is not None and fast.tally.facts_computed <= 30 + inserted
+
+
+def test_a_list_above_the_pod_limit_is_refused_before_any_pod_is_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #26 item 4: 400 000 pods fit under the 16 MiB gRPC cap and took minutes and hundreds
+    of MiB to decode. Past the limit (4 x maxPods) the answer is refused, counted from the
+    records' lengths alone: no pod is cut out or decoded."""
+    wire = _listing(50).SerializeToString()
+
+    def no_decoding(*args: Any) -> Any:
+        raise AssertionError("a pod was decoded")
+
+    monkeypatch.setattr(convert, "pod_from_proto", no_decoding)
+    reader = SocketReader(_Wire(wire), pod_limit=49)  # type: ignore[arg-type]
+    with pytest.raises(InputError) as refused:
+        reader.list()
+    assert str(refused.value) == (
+        "kubelet List response from test: lists more than 49 pods, above the limit of 49"
+        " (4 x the kubelet's maxPods, or the max_listed_pods setting); refused before decoding it"
+    )
+    monkeypatch.undo()
+    assert len(SocketReader(_Wire(wire), pod_limit=50).list().pods) == 50  # type: ignore[arg-type]
+
+
+def test_counting_records_stops_just_past_the_limit() -> None:
+    from rte.podres import wire
+
+    data = _listing(30).SerializeToString()
+    assert wire.count_records(data, 100) == 30
+    assert wire.count_records(data, 10) == 11
+    assert wire.count_records(b"", 10) == 0
+
+
+def test_the_pod_limit_follows_the_kubelet_config_max_pods() -> None:
+    from rte.podres.reader import pod_limit
+
+    assert pod_limit(110) == 440
+    assert pod_limit(None) == 4000  # no kubelet config: a limit no real node reaches
+    assert pod_limit(110, override=7) == 7

@@ -95,3 +95,18 @@ def test_only_specs_not_seen_are_judged() -> None:
     assert memo.judged == 31
     fingerprint()
     assert memo.judged == 31
+
+
+def test_a_pod_the_api_deleted_keeps_its_last_spec_while_the_kubelet_still_lists_it() -> None:
+    """Issue #26 item 8: the departed pod stays (same object) until the List drops it; a pod of
+    the same name created again in the API takes its new spec."""
+    from rte.agent.compute.podset import with_departed
+    from rte.model.pod import Pod
+
+    old, new, other = Pod("ns", "a", uid="1"), Pod("ns", "a", uid="2"), Pod("ns", "b")
+    kept = with_departed({}, {old.key: old}, {old.key})
+    assert kept == {old.key: old} and kept[old.key] is old
+    assert with_departed({}, {old.key: old}, set()) == {}
+    assert with_departed({new.key: new}, {old.key: old}, {old.key})[new.key] is new
+    current = {other.key: other}
+    assert with_departed(current, {}, {old.key}) is current  # nothing departed: the same mapping

@@ -337,3 +337,24 @@ def test_the_documented_example_is_what_top_prints_on_the_demo_cluster(open_demo
         return [cells[:7] + cells[9:] for cells in (line.split() for line in lines)]
 
     assert without_ages(pasted) == without_ages(run_top(open_demo).splitlines())
+
+
+def test_an_nrt_without_a_topology_manager_policy_shows_unknown_and_no_policy(
+    fake_apiserver: FakeApiServer, live_kubeconfig: Path
+) -> None:
+    """Issue #28: an agent that could not read the kubelet config publishes no policy, which
+    scheduler-plugins and KAI read as ``none``; top says it is unknown instead of hiding it."""
+    from rte.testing.views_cluster import node, nrt
+
+    fake_apiserver.create_object("nodes", node("blind-1", {"cpu": 8}))
+    fake_apiserver.create_object("noderesourcetopologies", nrt("blind-1", [{"cpu": (8, 8)}], policy=None))
+    code, out, err = cli(live_kubeconfig, "blind-1")
+    assert (code, err) == (0, "")
+    (line,) = out.splitlines()[1:]
+    assert line.split()[6] == "unknown"
+    assert line.split()[-1].split(",")[-1] == "NoPolicy"
+    code, out, _ = cli(live_kubeconfig, "blind-1", "-o", "json")
+    (shown,) = json.loads(out)
+    assert shown["topologyManager"] is None and "NoPolicy" in shown["status"]
+    code, out, _ = cli(live_kubeconfig, "worker-1")
+    assert "NoPolicy" not in out and "single-numa-node/container" in out

@@ -139,3 +139,13 @@ def test_a_malformed_nrt_is_an_input_error_naming_it() -> None:
     bad["zones"][0]["resources"][0]["available"] = "lots"
     with pytest.raises(InputError, match=r"^NodeResourceTopology n: zones\[0\].resources\[0\].available"):
         node_statuses([], [bad])
+
+
+def test_an_nrt_without_a_topology_manager_policy_is_marked_but_not_stale() -> None:
+    """Issue #28: consumers read a missing policy as none; top names it instead of hiding it."""
+    (blind,) = node_statuses([node("n", {"cpu": 8})], [nrt("n", [ZONE], policy=None)])
+    assert not blind.policy_known
+    assert blind.markers(T) == [Marker.NO_POLICY]
+    assert not blind.is_stale(T)
+    (known,) = node_statuses([node("n", {"cpu": 8})], [nrt("n", [ZONE], policy="none")])
+    assert known.policy_known and known.markers(T) == []

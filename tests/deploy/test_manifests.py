@@ -179,7 +179,7 @@ def rules(kind: str) -> set[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
 
 def test_the_cluster_role_grants_exactly_what_the_agent_uses() -> None:
     assert rules("ClusterRole") == {
-        ("topology.node.k8s.io", "noderesourcetopologies", ("create", "get", "patch"), ()),
+        ("topology.node.k8s.io", "noderesourcetopologies", ("create", "get", "list", "patch", "watch"), ()),
         ("", "nodes", ("get",), ()),
         ("", "pods", ("list", "watch"), ()),
         (

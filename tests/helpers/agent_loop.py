@@ -1,8 +1,9 @@
 """The agent loop driven step by step with an injected clock, for the loop's tests.
 
-The kubelet side is real (a scenario directory read by the same code as in production), with two
+The kubelet side is real (a scenario directory read by the same code as in production), with
 switches for faults: ``reader.down`` makes every kubelet call fail as an unreachable socket does,
-and ``machine_error`` makes the next sysfs reads fail as an unreadable file does. The apiserver
+``reader.bad_allocatable`` makes GetAllocatableResources answer bytes that do not decode, and
+``machine_error`` makes the next sysfs reads fail as an unreadable file does. The apiserver
 side is a small fake with the Publisher's interface, so each decision of the loop (when to scan,
 when to publish, when to wait) is observable without any timing luck.
 """
@@ -75,6 +76,7 @@ class CountingReader(DirectoryReader):
         self.lists = 0
         self.allocatables = 0
         self.down = False
+        self.bad_allocatable = False
 
     def _answer(self, method: str) -> None:
         if self.down:
@@ -87,6 +89,10 @@ class CountingReader(DirectoryReader):
 
     def get_allocatable(self) -> AllocatableResources:
         self._answer("GetAllocatableResources")
+        if self.bad_allocatable:  # as SocketReader reports an answer that does not decode
+            raise InputError(
+                "kubelet GetAllocatableResources response from fake", "does not decode: truncated message"
+            )
         self.allocatables += 1
         return super().get_allocatable()
 
@@ -104,7 +110,9 @@ class Pods:
 
 
 class Harness:
-    def __init__(self, tmp_path: Path, publish: bool = True, **flags: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, publish: bool = True, kubelet_config: Path | None = CONFIG, **flags: Any
+    ) -> None:
         self.dir = tmp_path / "scenario"
         self.dir.mkdir()
         for name in ("list.protojson.json", "get_allocatable_resources.protojson.json"):
@@ -120,11 +128,12 @@ class Harness:
             node_name="n1",
             reader=self.reader,
             machine_loader=self._load_machine,
-            kubelet_config=KubeletConfigCache(CONFIG, None),
+            kubelet_config=KubeletConfigCache(kubelet_config, None),
             rules=PublishingRules(self.settings.fingerprint_method, self.settings.informer_mode),
             on_kubelet_error=lambda method, kind: self.metrics.podresources_errors.inc(
                 method=method, kind=kind
             ),
+            max_listed_pods=self.settings.max_listed_pods,
         )
         self.status = AgentStatus(ready_window=180, stall_timeout=300)
         self.publisher = FakePublisher()
@@ -171,6 +180,21 @@ class Harness:
                 "containers": [{"name": "c", "cpuIds": [str(c) for c in cpus]}],
             }
         )
+        path.write_text(json.dumps(doc))
+
+    def add_memory_pod(self, name: str, size: int, numa: int) -> None:
+        """A pod holding one memory block of ``size`` bytes on NUMA node ``numa``."""
+        path = self.dir / "list.protojson.json"
+        doc = json.loads(path.read_text())
+        block = {"memoryType": "memory", "size": str(size), "topology": {"nodes": [{"ID": str(numa)}]}}
+        container = {"name": "c", "memory": [block]}
+        doc["podResources"].append({"namespace": "default", "name": name, "containers": [container]})
+        path.write_text(json.dumps(doc))
+
+    def remove_pod(self, name: str) -> None:
+        path = self.dir / "list.protojson.json"
+        doc = json.loads(path.read_text())
+        doc["podResources"] = [p for p in doc["podResources"] if p["name"] != name]
         path.write_text(json.dumps(doc))
 
     def ready(self) -> bool:

@@ -407,3 +407,14 @@ def test_a_missing_drop_in_directory_is_an_input_error(tmp_path: Path) -> None:
     main = _write(tmp_path / "config.yaml", "kind: KubeletConfiguration\n")
     with pytest.raises(InputError, match="drop-in directory"):
         load_kubelet_config(main, tmp_path / "absent")
+
+
+def test_max_pods_defaults_to_110_and_refuses_what_the_kubelet_refuses() -> None:
+    """maxPods feeds the agent's List cap (issue #26 item 4); 0 or absent is the kubelet's 110."""
+    assert parse_kubelet_config({}).max_pods == 110
+    assert parse_kubelet_config({"maxPods": 0}).max_pods == 110
+    assert parse_kubelet_config({"maxPods": 250}).max_pods == 250
+    with pytest.raises(InputError, match=r"maxPods: must not be negative, got -1"):
+        parse_kubelet_config({"maxPods": -1}, "kc.yaml")
+    with pytest.raises(InputError, match=r"maxPods: expected an integer, got "):
+        parse_kubelet_config({"maxPods": "lots"}, "kc.yaml")

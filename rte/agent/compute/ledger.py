@@ -33,6 +33,14 @@ it is unusual). A computation with one of them is *inconsistent*: it charges the
 numbers are kept at or below the last consistent computation's (:mod:`rte.agent.compute.topology`), and
 the agent reports it through :attr:`rte.agent.compute.topology.Computed.consistent`."""
 
+IMPLAUSIBLE_KINDS = frozenset({"held_above_capacity", "allocatable_above_capacity"})
+"""Finding kinds that mean a kubelet value is absurd for this machine: pods holding more of a
+zone's resource than its hardware has (a 2^64-1-byte memory block), or allocatable above it.
+Accounting publishes the safe number (0 available; the kubelet's allocatable), but the number
+no longer describes the node, so the daemon makes them a readiness reason (``kubelet-values``)
+until the value goes away. Plain ``negative_available`` is not one: it also happens when
+allocatable is only derived (a kubelet without GetAllocatableResources), which is no bad value."""
+
 
 @cache  # a node has one or two page sizes, named for every zone on every cycle
 def hugepages_resource(page_size_bytes: int) -> str:
@@ -51,6 +59,11 @@ class Finding:
     def inconsistent(self) -> bool:
         """The kubelet's data contradicts itself (see :data:`INCONSISTENT_KINDS`)."""
         return self.kind in INCONSISTENT_KINDS
+
+    @property
+    def implausible(self) -> bool:
+        """A kubelet value is absurd for this machine (see :data:`IMPLAUSIBLE_KINDS`)."""
+        return self.kind in IMPLAUSIBLE_KINDS
 
 
 MemoryHeld = tuple[str, tuple[int, ...], str, int]
@@ -127,6 +140,9 @@ class Ledger:
                 self.note("allocatable_above_capacity", f"{where} {name}: {allocatable} > {capacity}")
                 capacity = allocatable
             available = allocatable - amounts.used
+            if 0 < capacity < amounts.used:  # capacity 0: sysfs did not say, nothing to compare
+                held = f"pods hold {amounts.used} > capacity {capacity}"
+                self.note("held_above_capacity", f"{where} {name}: {held}")
             if available < 0:
                 self.note("negative_available", f"{where} {name}: {allocatable} - {amounts.used} < 0")
                 available = 0

@@ -71,6 +71,26 @@ def spec_verdict(
     return eligible, pod.is_terminal
 
 
+def with_departed(
+    specs: Mapping[tuple[str, str], Pod],
+    before: Mapping[tuple[str, str], Pod],
+    listed: Collection[tuple[str, str]],
+) -> Mapping[tuple[str, str], Pod]:
+    """``specs``, plus the pods of ``before`` (the specs the last computation used) that the API
+    no longer has but the kubelet still lists, with their last spec.
+
+    The API deletes a pod a moment before the kubelet's List drops it (the kubelet removes it
+    from its active pods once it sees the deletion). Left to the pod watch alone, the fingerprint
+    would drop the pod at once and the zones would free its resources one List later: two writes
+    for one removal. Keeping the pod until the List in use drops it makes one List snapshot
+    decide both (issue #26 item 8). Meanwhile the fingerprint still names a pod the scheduler
+    no longer sees, so the two differ for that moment: the safe direction, as for a pod the
+    kubelet does not list yet (the NRT still charges the pod's resources either way).
+    """
+    departed = {k: p for k, p in before.items() if k not in specs and k in listed}
+    return {**specs, **departed} if departed else specs
+
+
 def fingerprint_pods(
     listed: Sequence[PodResources],
     method: FingerprintMethod,

@@ -16,7 +16,9 @@ cached; each :meth:`Publisher.publish` builds the desired object (``to_nrt``, ca
 diffs it against that cache (:mod:`rte.agent.publish.nrtpatch`). Equal means no request at all, not
 even a GET. The cache is dropped (and the next publish re-reads) after any failure, on a 404
 and on :meth:`Publisher.forget`, which the daemon calls on a slow resync timer so that an NRT
-deleted or edited behind our back is noticed even when our content never changes.
+deleted or edited behind our back is noticed even when our content never changes, and when its
+watch of the object (:mod:`rte.agent.watch.nrtwatch`) sees a change that :meth:`Publisher.differs`
+says is not ours.
 
 **Lifecycle handled here:** create when GET says 404 (with a ``v1 Node`` ownerReference, its
 uid from a GET of our own Node, cached, refetched whenever the NRT has to be recreated, so a
@@ -32,7 +34,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
 from typing import Any
@@ -107,6 +109,10 @@ class Publisher:
         # Annotation/label keys we have published: dropping one later deletes it from the object.
         self._managed_annotations: set[str] = set()
         self._managed_labels: set[str] = set()
+        # What the last publish wanted stored, for the NRT watch to tell a foreign change from
+        # our own write (rte.agent.watch.nrtwatch); its own lock, so the watch never waits for a write.
+        self._wanted_lock = threading.Lock()
+        self._wanted: tuple[dict[str, Any], frozenset[str], frozenset[str]] | None = None
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -140,6 +146,22 @@ class Publisher:
             self._server = None
             self._node_uid = None
             self._owner_forbidden = False
+
+    def differs(self, stored: Mapping[str, Any]) -> bool | None:
+        """Whether ``stored`` (the object as the apiserver has it; ``{}``: none) differs from what
+        the agent last set out to store, in the fields the agent owns; None before any publish.
+
+        Set before each write is sent, so the watch event of our own write is never taken for
+        someone else's (it may arrive before the write's answer does).
+        """
+        with self._wanted_lock:
+            wanted = self._wanted
+        if wanted is None:
+            return None
+        if not stored:
+            return True
+        desired, annotations, labels = wanted
+        return bool(merge_patch(stored, desired, managed_annotations=annotations, managed_labels=labels))
 
     def publish(self, topology: NodeTopology) -> PublishOutcome:
         """Make the stored NRT equal ``topology``; see :class:`PublishOutcome` for what happened.
@@ -213,6 +235,8 @@ class Publisher:
             if self._server is None:
                 self._node_uid = None  # (re)creating: the Node may have been re-registered too
         desired = self._desired(topology)
+        with self._wanted_lock:
+            self._wanted = (desired, frozenset(self._managed_annotations), frozenset(self._managed_labels))
         if self._server is None:
             outcome = PublishOutcome.RECREATED if self._published else PublishOutcome.CREATED
             pending.append(outcome)
