@@ -4,6 +4,7 @@ admits the preemptor once the victims' zones are given back (rte.consumer.preemp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from rte.consumer.preemption.victims import Candidate, admits, choose_victims, c
 from rte.consumer.requests import prepare_pod
 from rte.errors import InputError
 from rte.model.pod import QOS_BURSTABLE, Container, Pod, pod_from_manifest
+from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
 
 GIB = 2**30
@@ -198,9 +200,8 @@ def test_only_what_the_managers_pin_is_given_back() -> None:
         status_qos_class=QOS_BURSTABLE,
     )
     assert pinned_request(burstable, burstable.containers[0]) == {"example.com/nic": 1}
-    fractional = Pod(
-        "ns", "f", containers=(Container("c", {"cpu": 1.5, "memory": GIB}, {"cpu": 1.5, "memory": GIB}),)
-    )
+    half: dict[str, Amount] = {"cpu": Fraction(3, 2), "memory": GIB}
+    fractional = Pod("ns", "f", containers=(Container("c", half, half),))
     assert pinned_request(fractional, fractional.containers[0]) == {"memory": GIB}
 
 
