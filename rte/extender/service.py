@@ -37,11 +37,14 @@ from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
+from rte.consumer.preemption.placements import CachePlacements, PlacementSource
 from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
+from rte.extender.preempt import preempt_nodes
+from rte.extender.preemptwire import PreemptionArgs, preemption_result
 from rte.extender.priorities import PriorityEncoder
 from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
@@ -75,6 +78,7 @@ class ExtenderService:
         compat: Compat = Compat.KUBELET,
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
+        placements: PlacementSource | None = None,
     ) -> None:
         self.store = store
         self.cache = cache
@@ -84,6 +88,10 @@ class ExtenderService:
         self.compat = compat
         """Whose rules decide: the kubelet's admission (default) or the reference plugin's."""
         self._clock = clock
+        self.placements: PlacementSource = placements if placements is not None else CachePlacements(cache)
+        """Where the pods of a node hold their resources, for the preempt verb: the reserve
+        cache's knowledge by default; the numaplacement decoder plugs in here
+        (:class:`~rte.consumer.preemption.placements.FirstKnown` of both)."""
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
         self._prepared: dict[bytes, PreparedPod] = {}
@@ -106,7 +114,7 @@ class ExtenderService:
         """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
         self.leadership: Any = None
         """With leader election, the :class:`~rte.extender.leadership.Leadership` gating the verbs."""
-        self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
+        self._counters = {"filter": 0, "prioritize": 0, "preempt": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
@@ -227,6 +235,18 @@ class ExtenderService:
         with self._lock:
             self._counters["prioritize"] += 1
         return self._priorities.encode(names, scores)
+
+    def preempt(self, args: PreemptionArgs) -> dict[str, Any]:
+        """An ``ExtenderPreemptionResult``: the candidate nodes where evicting the victims (the
+        scheduler's, plus lower-priority pods when needed) lets the kubelet admit the pod
+        (:mod:`rte.extender.preempt`)."""
+        pod = pod_from_manifest(args.pod, source="ExtenderPreemptionArgs.Pod")
+        with self._lock:
+            prep = self._shapes.prepare(pod)
+        chosen = preempt_nodes(prep, args, self.cache, self.pods(), self.placements)
+        with self._lock:
+            self._counters["preempt"] += 1
+        return preemption_result(chosen)
 
     # --- pods ----------------------------------------------------------------------------
 
