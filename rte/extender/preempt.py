@@ -52,6 +52,7 @@ def preempt_nodes(
         if p.node_name and not p.is_terminal and p.key != preemptor.key and p.uid:
             by_node.setdefault(p.node_name, []).append(p)
     out: dict[str, tuple[list[str], int]] = {}
+    learn = getattr(cache, "learn_zones", None)
     for node, victims in args.nodes.items():
         lookup = cache.get(node, preemptor)
         if not lookup.fresh:
@@ -65,5 +66,7 @@ def preempt_nodes(
         choice = choose_victims(prep, lookup.view, given, others)
         if choice is None:
             continue
+        if learn is not None:  # their deletion then gives their zones back before the next NRT
+            learn(node, {c.pod.key: c.zones for c in choice.victims if c.zones})
         out[node] = ([c.pod.uid for c in choice.victims], victims.pdb_violations + choice.pdb_violations)
     return out

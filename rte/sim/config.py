@@ -18,6 +18,7 @@ from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
 from rte.sim.cadence import CADENCE_ADAPTIVE, CADENCES
 from rte.sim.kubelet import POLICIES, SCOPES
+from rte.sim.priorities import PriorityClass, parse_priority_mix
 from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
 CACHE_NONE = "none"
@@ -28,6 +29,13 @@ CACHE_REFERENCE = "reference-reserve"
 CACHE_ORACLE = "oracle"
 """A scheduler that reads every kubelet's exact state (:mod:`rte.sim.oracle`): the lower bound."""
 CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_ORACLE)
+
+PREEMPTION_OFF = "off"
+PREEMPTION_BLIND = "blind"
+"""kube-scheduler's default preemption: victims chosen with the node-level fit only."""
+PREEMPTION_NUMA = "numa"
+"""The same, its victims then checked and completed by rte's preempt verb (rte.consumer.preemption)."""
+PREEMPTIONS = (PREEMPTION_OFF, PREEMPTION_BLIND, PREEMPTION_NUMA)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
@@ -116,6 +124,10 @@ class SimConfig:
     """From the bind to the kubelet's admission."""
     tae_backoff: float = _seconds(1.0)
     """From a TopologyAffinityError to the controller's replacement pod."""
+    preemption: str = field(default=PREEMPTION_OFF, metadata=setting(CHOICE, choices=PREEMPTIONS))
+    """off: an unschedulable pod waits; blind: kube-scheduler's default preemption (node-level
+    fit only); numa: the same with rte's preempt verb, which keeps only victim sets after which
+    the kubelet admits the pod (see rte.sim.preemption)."""
     # --- workload ---
     rate: float | None = field(default=None, metadata=setting(FLOAT, optional=True, minimum=0.0))
     """Poisson arrivals per second; empty derives it from load."""
@@ -125,6 +137,12 @@ class SimConfig:
         default=None, metadata=setting(STR, optional=True, check=parse_burst, metavar="N/T")
     )
     """N/T: N pods at once every T, e.g. 200/60s (on top of the Poisson stream)."""
+    priority_mix: str | None = field(
+        default=None,
+        metadata=setting(STR, optional=True, check=parse_priority_mix, metavar="CLASS=SHARE,..."),
+    )
+    """Priority classes and their shares, lowest priority first, e.g. 'low=0.7,high=0.3' (a later
+    class preempts an earlier one); empty: every pod has priority 0."""
     mean_duration: float = field(
         default=300.0, metadata=setting(DURATION, bare_seconds=True, above=0.0, flag="duration")
     )
@@ -155,6 +173,12 @@ class SimConfig:
         object.__setattr__(self, "fingerprint_method", method)
         object.__setattr__(self, "informer_mode", InformerMode.parse(self.informer_mode, "informer_mode"))
         object.__setattr__(self, "compat", Compat.parse(self.compat, "compat"))
+
+    def priority_classes(self) -> tuple[PriorityClass, ...]:
+        """The priority classes, lowest first (one class of priority 0 without a mix)."""
+        if self.priority_mix is None:
+            return (PriorityClass("default", 1.0, 0),)
+        return parse_priority_mix(self.priority_mix)
 
     def parsed_burst(self) -> Burst | None:
         return parse_burst(self.burst) if self.burst is not None else None

@@ -38,8 +38,9 @@ from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
 from rte.sim.cadence import AgentCadence
 from rte.sim.cluster import PHASE_FAILED, build_cache, build_nodes, counted_phases, counted_pods, exclusivity
-from rte.sim.config import CACHE_ORACLE, SimConfig
+from rte.sim.config import CACHE_ORACLE, PREEMPTION_NUMA, PREEMPTION_OFF, SimConfig
 from rte.sim.oracle import OracleCache, exact_topology
+from rte.sim.preemption import SimPreemption
 from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
 from rte.sim.result import Counters, SimResult
@@ -67,6 +68,8 @@ class _SimPod:
     node: int = -1
     incarnation: int = 0
     had_tae: bool = False
+    evicted: bool = False
+    """Preempted: deleted for a higher-priority pod, not replaced."""
 
 
 class Simulation:
@@ -126,6 +129,13 @@ class Simulation:
         self.pending_times: list[float] = []
         self.shape_names = [shape.text for _, shape in mix]
         self.pending_by_shape: list[list[float]] = [[] for _ in mix]
+        self.priority_names = [c.name for c in config.priority_classes()]
+        self.pending_by_priority: list[list[float]] = [[] for _ in self.priority_names]
+        self.preemption = (
+            None
+            if config.preemption == PREEMPTION_OFF
+            else SimPreemption(self, numa=config.preemption == PREEMPTION_NUMA)
+        )
         self.sampled = Series()
         self.running = 0
         self.room = RoomCheck(
@@ -183,6 +193,8 @@ class Simulation:
             if progress is not None and not counters.events & 0xFFF:  # every 4096 events
                 progress.update(Point(at, self.max_time, counters.pods_scheduled, pods, counters.events))
         self._sample(0, None, reschedule=False)
+        if self.preemption is not None:
+            self.preemption.finish()
         if progress is not None:
             progress.done(Point(self.now, self.max_time, counters.pods_scheduled, pods, counters.events))
         wall = time.perf_counter() - started
@@ -200,6 +212,10 @@ class Simulation:
             pending_by_shape={
                 name: sorted(times)
                 for name, times in zip(self.shape_names, self.pending_by_shape, strict=True)
+            },
+            pending_by_priority={
+                name: sorted(times)
+                for name, times in zip(self.priority_names, self.pending_by_priority, strict=True)
             },
             still_pending=len(self.arrivals) - counters.pods_scheduled,
             sim_time=self.now,
@@ -246,12 +262,15 @@ class Simulation:
         sp = self.pods[pid]
         shape = sp.arrival.shape
         self.counters.scheduling_attempts += 1
-        node = self.scheduler.decide(shape)
+        nominated, held = self.preemption.placement_hints(pid) if self.preemption else (None, ())
+        node = self.scheduler.decide(shape, nominated, held)
         if node is None:
             self.counters.unschedulable_attempts += 1
             if self.room.refused(shape):
                 self.counters.unschedulable_with_room += 1
             self.queue.failed(pid, self.now)
+            if self.preemption is not None and self.preemption.preempt(pid):
+                self._cluster_event()  # the victims' deletion
             self.sampled.rose(refused=self.queue.refused)
             return
         self.queue.done(pid)
@@ -288,11 +307,11 @@ class Simulation:
     def _arrive(self, pid: int, _: Any) -> None:
         arrival = self.arrivals[pid]
         template = self.templates[arrival.shape]
-        pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}")
+        pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}", priority=arrival.priority)
         self.pods.append(_SimPod(arrival, pod))
         self.api[pod.key] = pod
         self.counters.pods_created += 1
-        self.queue.add(pid, self.now)
+        self.queue.add(pid, self.now, arrival.priority)
         self.sampled.rose(pending=self.counters.pods_created - self.counters.pods_scheduled)
         self._kick()
 
@@ -317,6 +336,10 @@ class Simulation:
             waited = self.now - sp.arrival.time
             self.pending_times.append(waited)
             self.pending_by_shape[sp.arrival.shape].append(waited)
+            self.pending_by_priority[sp.arrival.priority].append(waited)
+            if self.preemption is not None:
+                self.preemption.started(pid, node)
+                self.preemption.reached_kubelet(pid, node, True)
             self.counters.pods_scheduled += 1
             self.running += 1
             self._kubelet_changed(node)
@@ -325,6 +348,8 @@ class Simulation:
                 self._stop = True
             return
         self.counters.topology_affinity_errors += 1
+        if self.preemption is not None:
+            self.preemption.reached_kubelet(pid, node, False)
         if not sp.had_tae:
             sp.had_tae = True
             self.counters.pods_with_tae += 1
@@ -349,14 +374,22 @@ class Simulation:
         sp.incarnation += 1
         sp.node = -1
         template = self.templates[sp.arrival.shape]
-        pod = replace(template, name=f"p{pid:06d}-{sp.incarnation}", uid=f"u{pid}-{sp.incarnation}")
-        self._set_pod(sp, pod)
-        self.queue.add(pid, self.now)
+        name, uid = f"p{pid:06d}-{sp.incarnation}", f"u{pid}-{sp.incarnation}"
+        self._set_pod(sp, replace(template, name=name, uid=uid, priority=sp.arrival.priority))
+        self.queue.add(pid, self.now, sp.arrival.priority)
         self._kick()
 
     def _depart(self, pid: int, _: Any) -> None:
+        if not self.pods[pid].evicted:
+            self.evict(pid, preempted=False)
+
+    def evict(self, pid: int, *, preempted: bool = True) -> None:
+        """The running pod ``pid`` ends: its run is over, or preemption deleted it."""
         sp = self.pods[pid]
+        sp.evicted = preempted
         node = sp.node
+        if self.preemption is not None:
+            self.preemption.ended(pid, node)
         self.kubelets[node].release(sp.pod.key)
         self.running -= 1
         self._delete(sp)
@@ -384,10 +417,12 @@ class Simulation:
         self.counters.nrt_writes += 1
         self.cadence.wrote(node, self.now)
         delay = self.cfg.publish_delay + self.cfg.watch_delay
-        self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node)))
+        self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node), self.now))
 
-    def _deliver(self, node: int, payload: tuple[NodeTopology, frozenset[Key]]) -> None:
-        topology, truth = payload
+    def _deliver(self, node: int, payload: tuple[NodeTopology, frozenset[Key], float]) -> None:
+        topology, truth, read_at = payload
+        if self.preemption is not None:
+            self.preemption.delivered(node, read_at)
         if self.store.apply(MODIFIED, topology):
             self.counters.store_updates += 1
             self.store_truth[node] = truth

@@ -54,6 +54,12 @@ class Counters:
     refused_with_room: dict[str, int] = field(default_factory=dict)
     """For unschedulable attempts with room somewhere: per cache diagnosis
     (:mod:`rte.consumer.cache.diagnosis`), how many nodes with room were refused for it."""
+    preemptions: int = 0
+    """Nominations: a pod's cycle found no node and preemption evicted pods for it."""
+    victims: int = 0
+    """Pods evicted by preemption."""
+    false_evictions: int = 0
+    """Victims evicted for a nomination after which the pod was not admitted on that node."""
     accounting_findings: int = 0
     filter_evaluations: int = 0
     events: int = 0
@@ -72,6 +78,8 @@ class SimResult:
     """Poisson arrival rate used (pods/s)."""
     pending_by_shape: dict[str, list[float]] = field(default_factory=dict)
     """The same per pod shape (as written in the pod mix), sorted."""
+    pending_by_priority: dict[str, list[float]] = field(default_factory=dict)
+    """The same per priority class (lowest first), sorted."""
     series: dict[str, list[float]] = field(default_factory=dict)
     """Time series sampled during the run: ``t``; ``pending`` (created, not yet admitted);
     ``running``; ``tae`` (cumulative); ``refused`` (last cycle found no node, waiting to retry)."""
@@ -100,6 +108,10 @@ class SimResult:
             "pending_seconds_by_shape": {
                 name: {"scheduled": len(times), **self.pending_summary(times)}
                 for name, times in self.pending_by_shape.items()
+            },
+            "pending_seconds_by_priority": {
+                name: {"scheduled": len(times), **self.pending_summary(times)}
+                for name, times in self.pending_by_priority.items()
             },
         }
         if series:
@@ -137,6 +149,17 @@ class SimResult:
                 (f"  {name}", f"p50 {sec(q['p50'])}, p99 {sec(q['p99'])} ({len(times)} pods)")
                 for name, times in self.pending_by_shape.items()
                 for q in (self.pending_summary(times),)
+            ),
+            *(
+                (f"  priority {name}", f"p50 {sec(q['p50'])}, p99 {sec(q['p99'])} ({len(times)} pods)")
+                for name, times in self.pending_by_priority.items()
+                if len(self.pending_by_priority) > 1
+                for q in (self.pending_summary(times),)
+            ),
+            (
+                "preemption",
+                f"{cfg.get('preemption', 'off')}: {c.preemptions} nominations, {c.victims} victims"
+                f" (false evictions: {c.false_evictions})",
             ),
             (
                 "scheduling attempts",

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from rte.consumer.cache import reconcile
@@ -154,6 +154,19 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
                 if key not in out and reservation.zones is not None and len(reservation.zones) == 1:
                     out[key] = reservation.zones
             return out
+
+    def learn_zones(self, node: str, charges: Mapping[PodKey, ZoneCharge]) -> None:
+        """Remember what running pods of ``node`` hold per zone, learnt elsewhere (decoded
+        numaplacement, the simulator's kubelets), so that their end gives it back at once as a
+        learnt hold would (:func:`.placement.released`): preemption teaches its victims' zones
+        before they are deleted. A hold already known is kept."""
+        with self._lock:
+            st = self._nodes.get(node)
+            if st is None:
+                return
+            fresh = {k: c for k, c in charges.items() if k in st.live and k not in st.holds}
+            if fresh:
+                st.own_holds().update(fresh)
 
     def unfresh_reason(self, node: str) -> str:
         """Why :meth:`get` says not fresh right now ("" when it is fresh)."""

@@ -141,17 +141,20 @@ def choose_victims(
     view: NumaView | None,
     given: Sequence[Candidate],
     others: Sequence[Candidate],
+    priority: int | None = None,
 ) -> Choice | None:
     """The victims on one node for the pod ``prep`` (see the module docstring): ``given`` the
     scheduler's victims, ``others`` the other pods of the node; None when nothing helps.
 
     ``view`` is what the cache serves for the node (None: no NRT, where the Filter does not
-    refuse). Only ``others`` of lower priority than the pod, with known zones, are added."""
+    refuse). Only ``others`` of lower priority than the pod (``priority``, by default its
+    ``spec.priority``), with known zones, are added."""
     if admits(prep, credited_view(view, _credits(given)) if view is not None else None):
         return Choice(tuple(given), ())
     if view is None:
         return None
-    usable = [c for c in others if c.zones and c.priority < prep.pod.priority]
+    ceiling = prep.pod.priority if priority is None else priority
+    usable = [c for c in others if c.zones and c.priority < ceiling]
     groups: list[list[Candidate]] = [usable]
     for numa_id in view.ids:
         here = [c for c in usable if c.zones and set(c.zones) == {numa_id}]
