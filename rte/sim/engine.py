@@ -5,6 +5,8 @@ A pod's life: created (Pending, unbound) -> queued -> a scheduling cycle picks a
 after ``admit_delay`` (Running; its pending time ends here) -> it runs for its sampled duration
 and is deleted. A pod the kubelet rejects (TopologyAffinityError) turns Failed, and
 ``tae_backoff`` later is replaced under a new name; its pending time counts from the original.
+With ``--preemption``, a pod no cycle places may evict lower-priority running pods
+(:mod:`rte.sim.preemption`); they are deleted, not replaced.
 
 Agents publish when their kubelet changed, on the cadence of :mod:`rte.sim.cadence`; an object
 reaches the scheduler's store ``publish_delay + watch_delay`` later. Every pod change reaches
@@ -29,7 +31,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
-from rte.consumer.cache.resync import CompareResult
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
@@ -431,23 +432,17 @@ class Simulation:
 
     # --- the reserve cache's resync ----------------------------------------------------------
 
+    def _same_pods(self, name: str) -> bool:
+        """The node's NRT in the store counted exactly the pods the node has now."""
+        node = self.index[name]
+        return self.store_truth[node] == self._truth(node)
+
     def _resync(self, _: int, __: Any) -> None:
         c = self.counters
         report = self.cache.resync(list(self.api.values()), self.now)
-        c.resync_passes += 1
-        for name, comparison in report.comparisons.items():
-            node = self.index[name]
-            c.resync_checks += 1
-            if comparison.result is CompareResult.MATCH:
-                c.fingerprint_matches += 1
-            elif comparison.result is CompareResult.MISMATCH:
-                c.fingerprint_mismatches += 1
-            else:
-                c.fingerprint_other += 1
-                continue
-            same_pods = self.store_truth[node] == self._truth(node)
-            if same_pods != (comparison.result is CompareResult.MATCH):
-                c.fingerprint_disagreements += 1
+        c.count_comparisons(
+            report, lambda name: self.store_truth[self.index[name]] == self._truth(self.index[name])
+        )
         for name in report.flushed:
             c.flushes += 1
             self.scheduler.flushed(self.index[name])

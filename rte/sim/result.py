@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from rte.consumer.cache.interface import ResyncReport
+from rte.consumer.cache.resync import CompareResult
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
@@ -63,6 +66,23 @@ class Counters:
     accounting_findings: int = 0
     filter_evaluations: int = 0
     events: int = 0
+
+    def count_comparisons(self, report: ResyncReport, same_pods: Callable[[str], bool]) -> None:
+        """One resync pass's fingerprint comparisons; ``same_pods(node)``: the node's NRT in the
+        store counted exactly the pods the node has now (the ground truth a verdict must agree
+        with)."""
+        self.resync_passes += 1
+        for name, comparison in report.comparisons.items():
+            self.resync_checks += 1
+            if comparison.result is CompareResult.MATCH:
+                self.fingerprint_matches += 1
+            elif comparison.result is CompareResult.MISMATCH:
+                self.fingerprint_mismatches += 1
+            else:
+                self.fingerprint_other += 1
+                continue
+            if same_pods(name) != (comparison.result is CompareResult.MATCH):
+                self.fingerprint_disagreements += 1
 
 
 @dataclass
