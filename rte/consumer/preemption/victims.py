@@ -13,8 +13,9 @@ kubelet's admission on the node's zones:
    the pod admitted: the same reprieve walk over them, run once over all of them and once per
    zone over the pods of that zone (a single-zone pod needs its victims on one zone, and the
    walk over all may end on another); the best set wins: fewest PDB violations, fewest victims,
-   then the lowest highest priority and the lowest sum of priorities
-   (``pickOneNodeForPreemption``'s order within one node);
+   then the lowest highest priority and the lowest sum of priorities (the criteria
+   ``pickOneNodeForPreemption`` weighs between nodes, where priorities come before the count;
+   within one node, fewer evictions come first here);
 3. a node where even every such pod evicted leaves the pod refused is dropped.
 
 A pod whose zones are unknown gives back nothing (:mod:`.placements`): its eviction may free
