@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from rte.consumer.cache.config import DEFAULT_PROFILE, CacheMode
@@ -44,12 +44,12 @@ from rte.sim.oracle import OracleCache, exact_topology
 from rte.sim.preemption import SimPreemption
 from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
-from rte.sim.result import Counters, SimResult
+from rte.sim.result import Counters, PendingTimes, SimResult
 from rte.sim.room import RoomCheck
 from rte.sim.scheduler import SimScheduler
 from rte.sim.series import Series
 from rte.sim.specs import parse_pod_mix
-from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
+from rte.sim.workload import SimPod, plan_arrivals, stream, template_pod
 
 DEFAULT_HORIZON = 1800.0
 DEFAULT_SAMPLES = 200
@@ -58,19 +58,6 @@ Key = tuple[str, str]
 
 # Event codes (the heap holds (time, seq, code, arg, payload)).
 ARRIVE, TICK, BIND, ADMIT, DEPART, RECREATE, AGENT_TICK, DELIVER, RESYNC, LEFTOVER, SAMPLE = range(11)
-
-
-@dataclass(slots=True)
-class _SimPod:
-    """One original pod across its incarnations (replacements after TopologyAffinityErrors)."""
-
-    arrival: Arrival
-    pod: Pod
-    node: int = -1
-    incarnation: int = 0
-    had_tae: bool = False
-    evicted: bool = False
-    """Preempted: deleted for a higher-priority pod, not replaced."""
 
 
 class Simulation:
@@ -119,7 +106,7 @@ class Simulation:
             verify=config.verify,
         )
         self.queue = SchedulingQueue()
-        self.pods: list[_SimPod] = []
+        self.pods: list[SimPod] = []
         self.api: dict[Key, Pod] = {}
         """Every pod the API holds (what the scheduler's pod informer lists)."""
         self.bound: list[dict[Key, Pod]] = [{} for _ in self.names]
@@ -127,16 +114,10 @@ class Simulation:
         phases, interval = stream(config.seed, "agent-phases"), config.agent_interval
         offsets = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
         self.cadence = AgentCadence(config.agent_cadence, interval, config.agent_min_gap, offsets)
-        self.pending_times: list[float] = []
-        self.shape_names = [shape.text for _, shape in mix]
-        self.pending_by_shape: list[list[float]] = [[] for _ in mix]
-        self.priority_names = [c.name for c in config.priority_classes()]
-        self.pending_by_priority: list[list[float]] = [[] for _ in self.priority_names]
-        self.preemption = (
-            None
-            if config.preemption == PREEMPTION_OFF
-            else SimPreemption(self, numa=config.preemption == PREEMPTION_NUMA)
-        )
+        classes = [c.name for c in config.priority_classes()]
+        self.pending = PendingTimes([shape.text for _, shape in mix], classes)
+        numa = config.preemption == PREEMPTION_NUMA
+        self.preemption = None if config.preemption == PREEMPTION_OFF else SimPreemption(self, numa)
         self.sampled = Series()
         self.running = 0
         self.room = RoomCheck(
@@ -209,15 +190,9 @@ class Simulation:
         return SimResult(
             config=self.cfg.to_dict(),
             counters=counters,
-            pending_times=sorted(self.pending_times),
-            pending_by_shape={
-                name: sorted(times)
-                for name, times in zip(self.shape_names, self.pending_by_shape, strict=True)
-            },
-            pending_by_priority={
-                name: sorted(times)
-                for name, times in zip(self.priority_names, self.pending_by_priority, strict=True)
-            },
+            pending_times=sorted(self.pending.every),
+            pending_by_shape=self.pending.by_shape(),
+            pending_by_priority=self.pending.by_priority(),
             still_pending=len(self.arrivals) - counters.pods_scheduled,
             sim_time=self.now,
             wall_seconds=wall,
@@ -297,7 +272,7 @@ class Simulation:
 
     # --- pod life ----------------------------------------------------------------------------
 
-    def _set_pod(self, sp: _SimPod, pod: Pod) -> None:
+    def _set_pod(self, sp: SimPod, pod: Pod) -> None:
         sp.pod = pod
         self.api[pod.key] = pod
         if pod.node_name:
@@ -309,7 +284,7 @@ class Simulation:
         arrival = self.arrivals[pid]
         template = self.templates[arrival.shape]
         pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}", priority=arrival.priority)
-        self.pods.append(_SimPod(arrival, pod))
+        self.pods.append(SimPod(arrival, pod))
         self.api[pod.key] = pod
         self.counters.pods_created += 1
         self.queue.add(pid, self.now, arrival.priority)
@@ -335,9 +310,7 @@ class Simulation:
         if self.kubelets[node].admit(sp.pod) is not None:
             self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
             waited = self.now - sp.arrival.time
-            self.pending_times.append(waited)
-            self.pending_by_shape[sp.arrival.shape].append(waited)
-            self.pending_by_priority[sp.arrival.priority].append(waited)
+            self.pending.record(waited, sp.arrival.shape, sp.arrival.priority)
             if self.preemption is not None:
                 self.preemption.started(pid, node)
                 self.preemption.reached_kubelet(pid, node, True)
@@ -360,7 +333,7 @@ class Simulation:
         self._cluster_event()
         self._push(self.now + self.cfg.tae_backoff, RECREATE, pid)
 
-    def _delete(self, sp: _SimPod) -> None:
+    def _delete(self, sp: SimPod) -> None:
         key = sp.pod.key
         del self.api[key]
         del self.bound[sp.node][key]

@@ -85,6 +85,28 @@ class Counters:
                 self.fingerprint_disagreements += 1
 
 
+class PendingTimes:
+    """Creation-to-admission times of the scheduled pods, also per pod shape and priority class."""
+
+    def __init__(self, shapes: Sequence[str], priorities: Sequence[str]) -> None:
+        self.every: list[float] = []
+        self._by_shape: dict[str, list[float]] = {name: [] for name in shapes}
+        self._by_priority: dict[str, list[float]] = {name: [] for name in priorities}
+        self._shapes, self._priorities = list(shapes), list(priorities)
+
+    def record(self, waited: float, shape: int, priority: int) -> None:
+        """A pod of mix entry ``shape`` and class ``priority`` (positions) waited ``waited``."""
+        self.every.append(waited)
+        self._by_shape[self._shapes[shape]].append(waited)
+        self._by_priority[self._priorities[priority]].append(waited)
+
+    def by_shape(self) -> dict[str, list[float]]:
+        return {name: sorted(times) for name, times in self._by_shape.items()}
+
+    def by_priority(self) -> dict[str, list[float]]:
+        return {name: sorted(times) for name, times in self._by_priority.items()}
+
+
 @dataclass
 class SimResult:
     config: dict[str, Any]

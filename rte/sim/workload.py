@@ -39,6 +39,19 @@ class Arrival:
     """The pod's priority class: its position in the priority mix (its ``spec.priority``)."""
 
 
+@dataclass(slots=True)
+class SimPod:
+    """One original pod across its incarnations (replacements after TopologyAffinityErrors)."""
+
+    arrival: Arrival
+    pod: Pod
+    node: int = -1
+    incarnation: int = 0
+    had_tae: bool = False
+    evicted: bool = False
+    """Preempted: deleted for a higher-priority pod, not replaced."""
+
+
 def template_pod(shape: PodShape, scheduler_name: str, name: str = "template") -> Pod:
     """A pod of ``shape``, not bound to any node: Guaranteed (limits equal requests) unless the
     shape is Burstable (every container's CPU limit twice its request)."""

@@ -54,7 +54,7 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class VictimChoice:
     """The victims chosen on one node."""
 
     victims: tuple[Candidate, ...]
@@ -143,7 +143,7 @@ def choose_victims(
     given: Sequence[Candidate],
     others: Sequence[Candidate],
     priority: int | None = None,
-) -> Choice | None:
+) -> VictimChoice | None:
     """The victims on one node for the pod ``prep`` (see the module docstring): ``given`` the
     scheduler's victims, ``others`` the other pods of the node; None when nothing helps.
 
@@ -151,7 +151,7 @@ def choose_victims(
     refuse). Only ``others`` of lower priority than the pod (``priority``, by default its
     ``spec.priority``), with known zones, are added."""
     if admits(prep, credited_view(view, _credits(given)) if view is not None else None):
-        return Choice(tuple(given), ())
+        return VictimChoice(tuple(given), ())
     if view is None:
         return None
     ceiling = prep.pod.priority if priority is None else priority
@@ -170,4 +170,4 @@ def choose_victims(
         return None
     order = {id(c): i for i, c in enumerate(others)}
     added_sorted = tuple(sorted(best, key=lambda c: order[id(c)]))
-    return Choice((*given, *added_sorted), added_sorted)
+    return VictimChoice((*given, *added_sorted), added_sorted)
