@@ -20,10 +20,13 @@ from rte.consumer.preemption.placements import (
 )
 from rte.consumer.preemption.victims import Candidate, admits, choose_victims, credited_view
 from rte.consumer.requests import prepare_pod
+from rte.consumer.store import DELETED, MODIFIED
 from rte.errors import InputError
 from rte.model.pod import QOS_BURSTABLE, Container, Pod, pod_from_manifest
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from tests.consumer.test_reconcile import cache_with, cpus, nrt, running
+from tests.consumer.test_reconcile import pod as reconcile_pod
 
 GIB = 2**30
 SNN = "single-numa-node"
@@ -276,3 +279,30 @@ def test_a_pod_s_priority_is_read_from_its_spec() -> None:
         pod_from_manifest(
             {"metadata": {"name": "p"}, "spec": {"priority": "high", "containers": [{"name": "c"}]}}
         )
+
+
+# --- the reserve cache's knowledge --------------------------------------------------------------
+
+
+def test_the_cache_knows_learnt_zones_and_takes_zones_taught_by_preemption() -> None:
+    """Two pods started between two NRTs teach nothing (rte.consumer.cache.placement); what
+    preemption teaches (decoded numaplacement) makes the deletion give the zone back at once."""
+    p1, p2 = (running(reconcile_pod(n, 2)) for n in ("p1", "p2"))
+    store, cache = cache_with(nrt((4, 4)))
+    for p in (p1, p2):
+        cache.on_pod_event(MODIFIED, p)
+    store.apply(MODIFIED, nrt((2, 2), [p1, p2], memory=(15 * GIB, 15 * GIB)))
+    assert cpus(cache) == (2, 2)
+    assert cache.known_zones("n1") == {}
+    cache.learn_zones("n1", {p1.key: {1: {"cpu": 2, "memory": GIB}}, ("ns", "gone"): {0: {"cpu": 1}}})
+    assert cache.known_zones("n1") == {p1.key: {1: {"cpu": 2, "memory": GIB}}}  # live pods only
+    cache.on_pod_event(DELETED, p1)
+    assert cpus(cache) == (2, 4)
+    assert cache.known_zones("n1") == {}  # given back
+
+
+def test_a_pod_the_cache_placed_alone_is_known_on_its_predicted_zone() -> None:
+    p1 = reconcile_pod("p1", 2)
+    _, cache = cache_with(nrt((4, 4)))
+    cache.reserve("n1", p1)
+    assert cache.known_zones("n1") == {p1.key: {0: {"cpu": 2, "memory": GIB}}}
