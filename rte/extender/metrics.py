@@ -17,7 +17,7 @@ from rte.consumer.cache.interface import ResyncReport
 from rte.consumer.placement import Outcome
 from rte.runtime.metrics import CallbackCounter, Counter, Gauge, Histogram, Registry, add_runtime_collectors
 
-VERBS = ("filter", "prioritize")
+VERBS = ("filter", "prioritize", "preempt")
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
 """Seconds. Fine around 4-5 s so that "close to the scheduler's 5 s httpTimeout" is measurable."""

@@ -2,9 +2,10 @@
 
 Routes:
 
-* ``POST .../filter`` and ``POST .../prioritize``: the scheduler's calls. Only the last path
-  segment is matched, so any ``urlPrefix`` path works (``http://host:8888/`` or
-  ``http://host:8888/scheduler``), with ``filterVerb: filter`` and ``prioritizeVerb: prioritize``.
+* ``POST .../filter``, ``POST .../prioritize`` and ``POST .../preempt``: the scheduler's calls.
+  Only the last path segment is matched, so any ``urlPrefix`` path works (``http://host:8888/``
+  or ``http://host:8888/scheduler``), with ``filterVerb: filter``, ``prioritizeVerb:
+  prioritize`` and ``preemptVerb: preempt`` (:mod:`rte.extender.preempt`).
 * ``GET /state`` (``?node=NAME`` for one node): the reserve cache and store, as JSON, from a
   snapshot at most ``state_max_age`` seconds old (see :class:`StateSnapshots`).
 * ``GET /healthz``: the process serves. ``GET /readyz``: 200 once the NRT (and pod) lists synced
@@ -45,6 +46,7 @@ from urllib.parse import parse_qs
 from rte import __version__
 from rte.errors import InputError
 from rte.extender.metrics import VERBS
+from rte.extender.preemptwire import decode_preemption_args
 from rte.extender.service import ExtenderService
 from rte.extender.wire import decode_args
 from rte.runtime.httpserver import HttpServer, Limits
@@ -159,15 +161,20 @@ def extender_handler(
         return replace(response, headers=(*response.headers, timing))
 
     def _post(request: HttpRequest, verb: str) -> Response:
-        if verb not in ("filter", "prioritize"):
+        if verb not in VERBS:
             return json_error(
-                HTTPStatus.NOT_FOUND, f"no such verb {verb!r}; this extender serves filter and prioritize"
+                HTTPStatus.NOT_FOUND,
+                f"no such verb {verb!r}; this extender serves filter, prioritize and preempt",
             )
         if not service.serving():
             return not_serving()
         try:
-            args = decode_args(request.body)
-            answer = encode_json(service.filter(args)) if verb == "filter" else service.prioritize_json(args)
+            if verb == "preempt":
+                answer = encode_json(service.preempt(decode_preemption_args(request.body)))
+            elif verb == "filter":
+                answer = encode_json(service.filter(decode_args(request.body)))
+            else:
+                answer = service.prioritize_json(decode_args(request.body))
             if not service.serving():  # the leadership lapsed meanwhile: this answer must not count
                 return not_serving()
             return Response(HTTPStatus.OK, answer, JSON)

@@ -38,11 +38,14 @@ from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
+from rte.consumer.preemption.placements import PlacementSource, default_placements
 from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
 from rte.extender.metrics import ExtenderMetrics
+from rte.extender.preempt import preempt_nodes
+from rte.extender.preemptwire import PreemptionArgs, preemption_result
 from rte.extender.priorities import PriorityEncoder
 from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
@@ -118,6 +121,7 @@ class ExtenderService:
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
         gates: Gates = Gates(),
+        placements: PlacementSource | None = None,
     ) -> None:
         self.store = store
         self.cache = cache
@@ -127,6 +131,10 @@ class ExtenderService:
         self.compat = compat
         """Whose rules decide: the kubelet's admission (default) or the reference plugin's."""
         self._clock = clock
+        self.placements: PlacementSource = placements if placements is not None else default_placements(cache)
+        """Where the pods of a node hold their resources, for the preempt verb: the decoded
+        numaplacement of the adopted NRT, then the reserve cache's own knowledge
+        (:func:`~rte.consumer.preemption.placements.default_placements`)."""
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
         self._prepared: dict[bytes, PreparedPod] = {}
@@ -140,7 +148,7 @@ class ExtenderService:
         self.nrt_synced = threading.Event()
         self.pods_synced = threading.Event()
         self.gates = gates
-        self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
+        self._counters = {"filter": 0, "prioritize": 0, "preempt": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
@@ -269,6 +277,18 @@ class ExtenderService:
         with self._lock:
             self._counters["prioritize"] += 1
         return self._priorities.encode(names, scores)
+
+    def preempt(self, args: PreemptionArgs) -> dict[str, Any]:
+        """An ``ExtenderPreemptionResult``: the candidate nodes where evicting the victims (the
+        scheduler's, plus lower-priority pods when needed) lets the kubelet admit the pod
+        (:mod:`rte.extender.preempt`)."""
+        pod = pod_from_manifest(args.pod, source="ExtenderPreemptionArgs.Pod")
+        with self._lock:
+            prep = self._shapes.prepare(pod)
+        chosen = preempt_nodes(prep, args, self.cache, self.pods(), self.placements)
+        with self._lock:
+            self._counters["preempt"] += 1
+        return preemption_result(chosen)
 
     # --- pods ----------------------------------------------------------------------------
 

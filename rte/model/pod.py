@@ -82,6 +82,10 @@ class Pod:
     status_qos_class: str = ""
     resources: PodLevelResources | None = None
     """Pod-level requests and limits (``spec.resources``), when the pod sets them."""
+    priority: int = 0
+    """``spec.priority``, which the priority admission plugin resolves from the pod's priority
+    class (0 without one, as kube-scheduler reads it: ``corev1helpers.PodPriority``); only
+    preemption reads it."""
 
     @property
     def key(self) -> PodKey:
@@ -317,7 +321,17 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         overhead=nonnegative_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
         status_qos_class=str(status.get("qosClass") or ""),
         resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
+        priority=_priority(spec.get("priority"), f"{source}: spec.priority"),
     )
+
+
+def _priority(value: Any, where: str) -> int:
+    """``spec.priority``: an int32, 0 when absent."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise InputError(where, f"expected a 32-bit integer, got {value!r}")
+    return value
 
 
 def _pod_level(value: Any, where: str) -> PodLevelResources | None:

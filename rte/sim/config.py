@@ -18,6 +18,7 @@ from rte.settings.schema import BOOL, CHOICE, DURATION, FLOAT, INT, STR, setting
 from rte.settings.values import validate
 from rte.sim.cadence import CADENCE_ADAPTIVE, CADENCES
 from rte.sim.kubelet import POLICIES, SCOPES
+from rte.sim.priorities import PriorityClass, parse_priority_mix
 from rte.sim.specs import Burst, GiB, parse_burst, parse_node_shapes, parse_pod_mix
 
 CACHE_NONE = "none"
@@ -33,6 +34,13 @@ CACHE_MODES = (CACHE_NONE, CACHE_RESERVE, CACHE_REFERENCE, CACHE_DISCARD, CACHE_
 SWEEP_NODES = (100, 1000)
 SWEEP_INTERVALS = (1.0, 10.0, 60.0)
 SWEEP_CACHES = (CACHE_NONE, CACHE_REFERENCE, CACHE_RESERVE, CACHE_ORACLE)
+
+PREEMPTION_OFF = "off"
+PREEMPTION_BLIND = "blind"
+"""kube-scheduler's default preemption: victims chosen with the node-level fit only."""
+PREEMPTION_NUMA = "numa"
+"""The same, its victims then checked and completed by rte's preempt verb (rte.consumer.preemption)."""
+PREEMPTIONS = (PREEMPTION_OFF, PREEMPTION_BLIND, PREEMPTION_NUMA)
 
 DEFAULT_SHAPES = "2x32c-192Gi"
 DEFAULT_POD_MIX = "50%:2c-4Gi,25%:4c-8Gi,15%:8c-16Gi,10%:16c-32Gi"
@@ -128,6 +136,10 @@ class SimConfig:
     """From the bind to the kubelet's admission."""
     tae_backoff: float = _seconds(1.0)
     """From a TopologyAffinityError to the controller's replacement pod."""
+    preemption: str = field(default=PREEMPTION_OFF, metadata=setting(CHOICE, choices=PREEMPTIONS))
+    """off: an unschedulable pod waits; blind: kube-scheduler's default preemption (node-level
+    fit only); numa: the same with rte's preempt verb, which keeps only victim sets after which
+    the kubelet admits the pod (see rte.sim.preemption)."""
     # --- workload ---
     rate: float | None = field(default=None, metadata=setting(FLOAT, optional=True, minimum=0.0))
     """Poisson arrivals per second; empty derives it from load."""
@@ -137,6 +149,12 @@ class SimConfig:
         default=None, metadata=setting(STR, optional=True, check=parse_burst, metavar="N/T")
     )
     """N/T: N pods at once every T, e.g. 200/60s (on top of the Poisson stream)."""
+    priority_mix: str | None = field(
+        default=None,
+        metadata=setting(STR, optional=True, check=parse_priority_mix, metavar="CLASS=SHARE,..."),
+    )
+    """Priority classes and their shares, lowest priority first, e.g. 'low=0.7,high=0.3' (a later
+    class preempts an earlier one); empty: every pod has priority 0."""
     mean_duration: float = field(default=300.0, metadata=setting(DURATION, above=0.0, flag="duration"))
     """Mean pod run time (exponential)."""
     seed: int = field(default=1, metadata=setting(INT))
@@ -167,6 +185,12 @@ class SimConfig:
         object.__setattr__(self, "compat", Compat.parse(self.compat, "compat"))
         placement = NumaPlacementMode.parse(self.numa_placement, "numa_placement")
         object.__setattr__(self, "numa_placement", placement)
+
+    def priority_classes(self) -> tuple[PriorityClass, ...]:
+        """The priority classes, lowest first (one class of priority 0 without a mix)."""
+        if self.priority_mix is None:
+            return (PriorityClass("default", 1.0, 0),)
+        return parse_priority_mix(self.priority_mix)
 
     def parsed_burst(self) -> Burst | None:
         return parse_burst(self.burst) if self.burst is not None else None

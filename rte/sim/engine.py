@@ -5,6 +5,8 @@ A pod's life: created (Pending, unbound) -> queued -> a scheduling cycle picks a
 after ``admit_delay`` (Running; its pending time ends here) -> it runs for its sampled duration
 and is deleted. A pod the kubelet rejects (TopologyAffinityError) turns Failed, and
 ``tae_backoff`` later is replaced under a new name; its pending time counts from the original.
+With ``--preemption``, a pod no cycle places may evict lower-priority running pods
+(:mod:`rte.sim.preemption`); they are deleted, not replaced.
 
 Agents publish when their kubelet changed, on the cadence of :mod:`rte.sim.cadence`; an object
 reaches the scheduler's store ``publish_delay + watch_delay`` later. Every pod change reaches
@@ -25,10 +27,9 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from rte.consumer.cache.resync import CompareResult
 from rte.consumer.config import DEFAULT_PROFILE, CacheMode
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import ScoringStrategy
@@ -38,16 +39,17 @@ from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
 from rte.sim.cadence import AgentCadence
 from rte.sim.cluster import PHASE_FAILED, build_cache, build_nodes, counted_phases, counted_pods, exclusivity
-from rte.sim.config import CACHE_ORACLE, SimConfig
+from rte.sim.config import CACHE_ORACLE, PREEMPTION_NUMA, PREEMPTION_OFF, SimConfig
 from rte.sim.oracle import OracleCache, exact_topology
+from rte.sim.preemption import SimPreemption
 from rte.sim.progress import Point, Progress
 from rte.sim.queue import LEFTOVER_CHECK, SchedulingQueue
-from rte.sim.result import Counters, SimResult
+from rte.sim.result import Counters, PendingTimes, SimResult
 from rte.sim.room import RoomCheck
 from rte.sim.scheduler import SimScheduler
 from rte.sim.series import Series
 from rte.sim.specs import parse_pod_mix
-from rte.sim.workload import Arrival, plan_arrivals, stream, template_pod
+from rte.sim.workload import SimPod, plan_arrivals, stream, template_pod
 
 DEFAULT_HORIZON = 1800.0
 DEFAULT_SAMPLES = 200
@@ -56,17 +58,6 @@ Key = tuple[str, str]
 
 # Event codes (the heap holds (time, seq, code, arg, payload)).
 ARRIVE, TICK, BIND, ADMIT, DEPART, RECREATE, AGENT_TICK, DELIVER, RESYNC, LEFTOVER, SAMPLE = range(11)
-
-
-@dataclass(slots=True)
-class _SimPod:
-    """One original pod across its incarnations (replacements after TopologyAffinityErrors)."""
-
-    arrival: Arrival
-    pod: Pod
-    node: int = -1
-    incarnation: int = 0
-    had_tae: bool = False
 
 
 class Simulation:
@@ -115,7 +106,7 @@ class Simulation:
             verify=config.verify,
         )
         self.queue = SchedulingQueue()
-        self.pods: list[_SimPod] = []
+        self.pods: list[SimPod] = []
         self.api: dict[Key, Pod] = {}
         """Every pod the API holds (what the scheduler's pod informer lists)."""
         self.bound: list[dict[Key, Pod]] = [{} for _ in self.names]
@@ -123,9 +114,10 @@ class Simulation:
         phases, interval = stream(config.seed, "agent-phases"), config.agent_interval
         offsets = [phases.uniform(0.0, interval) if interval else 0.0 for _ in self.names]
         self.cadence = AgentCadence(config.agent_cadence, interval, config.agent_min_gap, offsets)
-        self.pending_times: list[float] = []
-        self.shape_names = [shape.text for _, shape in mix]
-        self.pending_by_shape: list[list[float]] = [[] for _ in mix]
+        classes = [c.name for c in config.priority_classes()]
+        self.pending = PendingTimes([shape.text for _, shape in mix], classes)
+        numa = config.preemption == PREEMPTION_NUMA
+        self.preemption = None if config.preemption == PREEMPTION_OFF else SimPreemption(self, numa)
         self.sampled = Series()
         self.running = 0
         self.room = RoomCheck(
@@ -183,6 +175,8 @@ class Simulation:
             if progress is not None and not counters.events & 0xFFF:  # every 4096 events
                 progress.update(Point(at, self.max_time, counters.pods_scheduled, pods, counters.events))
         self._sample(0, None, reschedule=False)
+        if self.preemption is not None:
+            self.preemption.finish()
         if progress is not None:
             progress.done(Point(self.now, self.max_time, counters.pods_scheduled, pods, counters.events))
         wall = time.perf_counter() - started
@@ -196,11 +190,9 @@ class Simulation:
         return SimResult(
             config=self.cfg.to_dict(),
             counters=counters,
-            pending_times=sorted(self.pending_times),
-            pending_by_shape={
-                name: sorted(times)
-                for name, times in zip(self.shape_names, self.pending_by_shape, strict=True)
-            },
+            pending_times=sorted(self.pending.every),
+            pending_by_shape=self.pending.by_shape(),
+            pending_by_priority=self.pending.by_priority(),
             still_pending=len(self.arrivals) - counters.pods_scheduled,
             sim_time=self.now,
             wall_seconds=wall,
@@ -246,12 +238,15 @@ class Simulation:
         sp = self.pods[pid]
         shape = sp.arrival.shape
         self.counters.scheduling_attempts += 1
-        node = self.scheduler.decide(shape)
+        nominated, held = self.preemption.placement_hints(pid) if self.preemption else (None, ())
+        node = self.scheduler.decide(shape, nominated, held)
         if node is None:
             self.counters.unschedulable_attempts += 1
             if self.room.refused(shape):
                 self.counters.unschedulable_with_room += 1
             self.queue.failed(pid, self.now)
+            if self.preemption is not None and self.preemption.preempt(pid):
+                self._cluster_event()  # the victims' deletion
             self.sampled.rose(refused=self.queue.refused)
             return
         self.queue.done(pid)
@@ -277,7 +272,7 @@ class Simulation:
 
     # --- pod life ----------------------------------------------------------------------------
 
-    def _set_pod(self, sp: _SimPod, pod: Pod) -> None:
+    def _set_pod(self, sp: SimPod, pod: Pod) -> None:
         sp.pod = pod
         self.api[pod.key] = pod
         if pod.node_name:
@@ -288,11 +283,11 @@ class Simulation:
     def _arrive(self, pid: int, _: Any) -> None:
         arrival = self.arrivals[pid]
         template = self.templates[arrival.shape]
-        pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}")
-        self.pods.append(_SimPod(arrival, pod))
+        pod = replace(template, name=f"p{pid:06d}", uid=f"u{pid}", priority=arrival.priority)
+        self.pods.append(SimPod(arrival, pod))
         self.api[pod.key] = pod
         self.counters.pods_created += 1
-        self.queue.add(pid, self.now)
+        self.queue.add(pid, self.now, arrival.priority)
         self.sampled.rose(pending=self.counters.pods_created - self.counters.pods_scheduled)
         self._kick()
 
@@ -315,8 +310,10 @@ class Simulation:
         if self.kubelets[node].admit(sp.pod) is not None:
             self._set_pod(sp, replace(sp.pod, phase=PHASE_RUNNING))
             waited = self.now - sp.arrival.time
-            self.pending_times.append(waited)
-            self.pending_by_shape[sp.arrival.shape].append(waited)
+            self.pending.record(waited, sp.arrival.shape, sp.arrival.priority)
+            if self.preemption is not None:
+                self.preemption.started(pid, node)
+                self.preemption.reached_kubelet(pid, node, True)
             self.counters.pods_scheduled += 1
             self.running += 1
             self._kubelet_changed(node)
@@ -325,6 +322,8 @@ class Simulation:
                 self._stop = True
             return
         self.counters.topology_affinity_errors += 1
+        if self.preemption is not None:
+            self.preemption.reached_kubelet(pid, node, False)
         if not sp.had_tae:
             sp.had_tae = True
             self.counters.pods_with_tae += 1
@@ -334,7 +333,7 @@ class Simulation:
         self._cluster_event()
         self._push(self.now + self.cfg.tae_backoff, RECREATE, pid)
 
-    def _delete(self, sp: _SimPod) -> None:
+    def _delete(self, sp: SimPod) -> None:
         key = sp.pod.key
         del self.api[key]
         del self.bound[sp.node][key]
@@ -349,14 +348,22 @@ class Simulation:
         sp.incarnation += 1
         sp.node = -1
         template = self.templates[sp.arrival.shape]
-        pod = replace(template, name=f"p{pid:06d}-{sp.incarnation}", uid=f"u{pid}-{sp.incarnation}")
-        self._set_pod(sp, pod)
-        self.queue.add(pid, self.now)
+        name, uid = f"p{pid:06d}-{sp.incarnation}", f"u{pid}-{sp.incarnation}"
+        self._set_pod(sp, replace(template, name=name, uid=uid, priority=sp.arrival.priority))
+        self.queue.add(pid, self.now, sp.arrival.priority)
         self._kick()
 
     def _depart(self, pid: int, _: Any) -> None:
+        if not self.pods[pid].evicted:
+            self.evict(pid, preempted=False)
+
+    def evict(self, pid: int, *, preempted: bool = True) -> None:
+        """The running pod ``pid`` ends: its run is over, or preemption deleted it."""
         sp = self.pods[pid]
+        sp.evicted = preempted
         node = sp.node
+        if self.preemption is not None:
+            self.preemption.ended(pid, node)
         self.kubelets[node].release(sp.pod.key)
         self.running -= 1
         self._delete(sp)
@@ -384,10 +391,12 @@ class Simulation:
         self.counters.nrt_writes += 1
         self.cadence.wrote(node, self.now)
         delay = self.cfg.publish_delay + self.cfg.watch_delay
-        self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node)))
+        self._push(self.now + delay, DELIVER, node, (out[0], self._truth(node), self.now))
 
-    def _deliver(self, node: int, payload: tuple[NodeTopology, frozenset[Key]]) -> None:
-        topology, truth = payload
+    def _deliver(self, node: int, payload: tuple[NodeTopology, frozenset[Key], float]) -> None:
+        topology, truth, read_at = payload
+        if self.preemption is not None:
+            self.preemption.delivered(node, read_at)
         if self.store.apply(MODIFIED, topology):
             self.counters.store_updates += 1
             self.store_truth[node] = truth
@@ -396,23 +405,17 @@ class Simulation:
 
     # --- the reserve cache's resync ----------------------------------------------------------
 
+    def _same_pods(self, name: str) -> bool:
+        """The node's NRT in the store counted exactly the pods the node has now."""
+        node = self.index[name]
+        return self.store_truth[node] == self._truth(node)
+
     def _resync(self, _: int, __: Any) -> None:
         c = self.counters
         report = self.cache.resync(list(self.api.values()), self.now)
-        c.resync_passes += 1
-        for name, comparison in report.comparisons.items():
-            node = self.index[name]
-            c.resync_checks += 1
-            if comparison.result is CompareResult.MATCH:
-                c.fingerprint_matches += 1
-            elif comparison.result is CompareResult.MISMATCH:
-                c.fingerprint_mismatches += 1
-            else:
-                c.fingerprint_other += 1
-                continue
-            same_pods = self.store_truth[node] == self._truth(node)
-            if same_pods != (comparison.result is CompareResult.MATCH):
-                c.fingerprint_disagreements += 1
+        c.count_comparisons(
+            report, lambda name: self.store_truth[self.index[name]] == self._truth(self.index[name])
+        )
         for name in report.flushed:
             c.flushes += 1
             self.scheduler.flushed(self.index[name])

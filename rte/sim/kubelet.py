@@ -239,6 +239,25 @@ class SimKubelet:
     def holds(self, key: tuple[str, str]) -> bool:
         return key in self._pods
 
+    def held_zones(self, key: tuple[str, str]) -> dict[int, dict[str, int]]:
+        """What the admitted pod holds per zone (zone -> resource -> amount): the exact
+        placement an agent publishes as numaplacement attributes; empty for an unknown pod."""
+        held = self._pods.get(key)
+        if held is None:
+            return {}
+        out: dict[int, dict[str, int]] = {}
+        zone_of = self.hardware.cpu_topology.zone_of
+        for cpu in held.cpus:
+            zone = out.setdefault(zone_of[cpu], {})
+            zone["cpu"] = zone.get("cpu", 0) + 1
+        for (z, memory_type), size in held.memory.items():
+            zone = out.setdefault(z, {})
+            zone[memory_type] = zone.get(memory_type, 0) + size
+        for z, res, _ in held.devices:
+            zone = out.setdefault(z, {})
+            zone[res] = zone.get(res, 0) + 1
+        return out
+
     def __len__(self) -> int:
         return len(self._pods)
 

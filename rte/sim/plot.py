@@ -36,7 +36,8 @@ def plot_run(result: SimResult, path: str) -> None:
 
 
 def run_figure(result: SimResult) -> Any:
-    """Pending and refused pods and cumulative TAEs over time, and the pending-time CDF.
+    """Pending and refused pods and cumulative TAEs over time, and the pending-time CDF (per
+    priority class too, with the preemption counters, when the run has a priority mix).
 
     The series keep each sample period's peak (:mod:`rte.sim.series`), drawn as steps so a burst
     stands as high as it was. The TAE axis counts whole errors from 0; a run without any says so
@@ -72,9 +73,24 @@ def run_figure(result: SimResult) -> Any:
     values = result.pending_times
     if values:
         n = len(values)
-        bottom.plot(values, [(i + 1) / n for i in range(n)])
+        bottom.plot(values, [(i + 1) / n for i in range(n)], label="every pod")
         if values[-1] > 10 * max(values[0], 0.1):
             bottom.set_xscale("symlog", linthresh=1.0)
+    by_priority = result.pending_by_priority
+    if len(by_priority) > 1:  # one curve per priority class, the preemption counters beside them
+        for name, times in by_priority.items():
+            if times:
+                bottom.plot(
+                    times, [(i + 1) / len(times) for i in range(len(times))], label=f"priority {name}"
+                )
+        c = result.counters
+        bottom.legend(
+            loc="lower right",
+            fontsize="small",
+            title=f"preemption {cfg.get('preemption', 'off')}: {c.preemptions} nominations,"
+            f" {c.victims} victims, {c.false_evictions} false evictions",
+            title_fontsize="small",
+        )
     bottom.set_xlabel("pending time, creation to admission (s)")
     bottom.set_ylabel("fraction of pods")
     bottom.grid(True, alpha=0.3)

@@ -2,7 +2,8 @@
 
 Three places a pending pod can be, as in the real queue:
 
-* **active**: waiting for a scheduling cycle, oldest first (all pods have the same priority);
+* **active**: waiting for a scheduling cycle, higher priority first, then oldest first
+  (kube-scheduler's default ``PrioritySort``);
 * **unschedulable**: its last cycle found no node; it stays here until a cluster event that may
   help (an NRT added or updated, a pod deleted or finished) or until it has waited
   :data:`MAX_UNSCHEDULABLE` (the real ``podMaxInUnschedulablePodsDuration``, checked every
@@ -33,14 +34,16 @@ def backoff(attempts: int) -> float:
 
 @dataclass
 class SchedulingQueue:
-    active: list[tuple[float, int, int]] = field(default_factory=list)
-    """Heap of (enqueue time, seq, pod id)."""
+    active: list[tuple[int, float, int, int]] = field(default_factory=list)
+    """Heap of (minus priority, enqueue time, seq, pod id)."""
     backoff_heap: list[tuple[float, int, int]] = field(default_factory=list)
     """Heap of (backoff expiry, seq, pod id)."""
     unschedulable: dict[int, float] = field(default_factory=dict)
     """pod id -> when it became unschedulable (insertion order kept)."""
     attempts: dict[int, int] = field(default_factory=dict)
     last_attempt: dict[int, float] = field(default_factory=dict)
+    priority: dict[int, int] = field(default_factory=dict)
+    """pod id -> its priority (absent: 0)."""
     _seq: int = 0
 
     def __len__(self) -> int:
@@ -55,17 +58,23 @@ class SchedulingQueue:
         self._seq += 1
         heapq.heappush(heap, (key, self._seq, pod))
 
-    def add(self, pod: int, now: float) -> None:
+    def _activate(self, pod: int, now: float) -> None:
+        self._seq += 1
+        heapq.heappush(self.active, (-self.priority.get(pod, 0), now, self._seq, pod))
+
+    def add(self, pod: int, now: float, priority: int = 0) -> None:
         """A new pod (or a replacement for a failed one)."""
         self.attempts[pod] = 0
-        self._push(self.active, now, pod)
+        if priority:
+            self.priority[pod] = priority
+        self._activate(pod, now)
 
     def pop(self, now: float) -> int | None:
         """The next pod to schedule, moving expired backoffs to active first."""
         self.flush_backoff(now)
         if not self.active:
             return None
-        return heapq.heappop(self.active)[2]
+        return heapq.heappop(self.active)[3]
 
     def next_backoff_expiry(self) -> float | None:
         return self.backoff_heap[0][0] if self.backoff_heap else None
@@ -78,6 +87,7 @@ class SchedulingQueue:
 
     def done(self, pod: int) -> None:
         """The pod was placed (or deleted): forget its bookkeeping."""
+        self.priority.pop(pod, None)
         self.attempts.pop(pod, None)
         self.last_attempt.pop(pod, None)
         self.unschedulable.pop(pod, None)
@@ -85,7 +95,7 @@ class SchedulingQueue:
     def _requeue(self, pod: int, now: float) -> None:
         expiry = self.last_attempt.get(pod, now) + backoff(self.attempts.get(pod, 0))
         if expiry <= now:
-            self._push(self.active, now, pod)
+            self._activate(pod, now)
         else:
             self._push(self.backoff_heap, expiry, pod)
 
@@ -100,7 +110,7 @@ class SchedulingQueue:
     def flush_backoff(self, now: float) -> None:
         while self.backoff_heap and self.backoff_heap[0][0] <= now:
             _, _, pod = heapq.heappop(self.backoff_heap)
-            self._push(self.active, now, pod)
+            self._activate(pod, now)
 
     def flush_leftover(self, now: float) -> int:
         """Move pods unschedulable for longer than :data:`MAX_UNSCHEDULABLE`."""

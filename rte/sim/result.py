@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from rte.consumer.cache.interface import ResyncReport
+from rte.consumer.cache.resync import CompareResult
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float | None:
@@ -54,9 +57,54 @@ class Counters:
     refused_with_room: dict[str, int] = field(default_factory=dict)
     """For unschedulable attempts with room somewhere: per cache diagnosis
     (:mod:`rte.consumer.cache.diagnosis`), how many nodes with room were refused for it."""
+    preemptions: int = 0
+    """Nominations: a pod's cycle found no node and preemption evicted pods for it."""
+    victims: int = 0
+    """Pods evicted by preemption."""
+    false_evictions: int = 0
+    """Victims evicted for a nomination after which the pod was not admitted on that node."""
     accounting_findings: int = 0
     filter_evaluations: int = 0
     events: int = 0
+
+    def count_comparisons(self, report: ResyncReport, same_pods: Callable[[str], bool]) -> None:
+        """One resync pass's fingerprint comparisons; ``same_pods(node)``: the node's NRT in the
+        store counted exactly the pods the node has now (the ground truth a verdict must agree
+        with)."""
+        self.resync_passes += 1
+        for name, comparison in report.comparisons.items():
+            self.resync_checks += 1
+            if comparison.result is CompareResult.MATCH:
+                self.fingerprint_matches += 1
+            elif comparison.result is CompareResult.MISMATCH:
+                self.fingerprint_mismatches += 1
+            else:
+                self.fingerprint_other += 1
+                continue
+            if same_pods(name) != (comparison.result is CompareResult.MATCH):
+                self.fingerprint_disagreements += 1
+
+
+class PendingTimes:
+    """Creation-to-admission times of the scheduled pods, also per pod shape and priority class."""
+
+    def __init__(self, shapes: Sequence[str], priorities: Sequence[str]) -> None:
+        self.every: list[float] = []
+        self._by_shape: dict[str, list[float]] = {name: [] for name in shapes}
+        self._by_priority: dict[str, list[float]] = {name: [] for name in priorities}
+        self._shapes, self._priorities = list(shapes), list(priorities)
+
+    def record(self, waited: float, shape: int, priority: int) -> None:
+        """A pod of mix entry ``shape`` and class ``priority`` (positions) waited ``waited``."""
+        self.every.append(waited)
+        self._by_shape[self._shapes[shape]].append(waited)
+        self._by_priority[self._priorities[priority]].append(waited)
+
+    def by_shape(self) -> dict[str, list[float]]:
+        return {name: sorted(times) for name, times in self._by_shape.items()}
+
+    def by_priority(self) -> dict[str, list[float]]:
+        return {name: sorted(times) for name, times in self._by_priority.items()}
 
 
 @dataclass
@@ -72,6 +120,8 @@ class SimResult:
     """Poisson arrival rate used (pods/s)."""
     pending_by_shape: dict[str, list[float]] = field(default_factory=dict)
     """The same per pod shape (as written in the pod mix), sorted."""
+    pending_by_priority: dict[str, list[float]] = field(default_factory=dict)
+    """The same per priority class (lowest first), sorted."""
     series: dict[str, list[float]] = field(default_factory=dict)
     """Time series sampled during the run: ``t``; ``pending`` (created, not yet admitted);
     ``running``; ``tae`` (cumulative); ``refused`` (last cycle found no node, waiting to retry)."""
@@ -100,6 +150,10 @@ class SimResult:
             "pending_seconds_by_shape": {
                 name: {"scheduled": len(times), **self.pending_summary(times)}
                 for name, times in self.pending_by_shape.items()
+            },
+            "pending_seconds_by_priority": {
+                name: {"scheduled": len(times), **self.pending_summary(times)}
+                for name, times in self.pending_by_priority.items()
             },
         }
         if series:
@@ -137,6 +191,17 @@ class SimResult:
                 (f"  {name}", f"p50 {sec(q['p50'])}, p99 {sec(q['p99'])} ({len(times)} pods)")
                 for name, times in self.pending_by_shape.items()
                 for q in (self.pending_summary(times),)
+            ),
+            *(
+                (f"  priority {name}", f"p50 {sec(q['p50'])}, p99 {sec(q['p99'])} ({len(times)} pods)")
+                for name, times in self.pending_by_priority.items()
+                if len(self.pending_by_priority) > 1
+                for q in (self.pending_summary(times),)
+            ),
+            (
+                "preemption",
+                f"{cfg.get('preemption', 'off')}: {c.preemptions} nominations, {c.victims} victims"
+                f" (false evictions: {c.false_evictions})",
             ),
             (
                 "scheduling attempts",

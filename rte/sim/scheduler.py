@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from rte.consumer.cache.interface import Lookup, NRTCache
 from rte.consumer.cycle import record_outcome, score_lookup, score_one
@@ -80,9 +80,16 @@ class _Ranking:
         if not nodes:
             del self._by_score[score]
 
-    def best(self) -> list[int]:
-        """The nodes of the highest score, ascending (empty when none is feasible)."""
-        return self._by_score[max(self._by_score)] if self._by_score else []
+    def best(self, excluded: Collection[int] = ()) -> list[int]:
+        """The nodes of the highest score, ascending (empty when none is feasible), ``excluded``
+        nodes left out."""
+        if not excluded:
+            return self._by_score[max(self._by_score)] if self._by_score else []
+        for score in sorted(self._by_score, reverse=True):
+            nodes = [n for n in self._by_score[score] if n not in excluded]
+            if nodes:
+                return nodes
+        return []
 
 
 class VerifyError(AssertionError):
@@ -279,14 +286,21 @@ class SimScheduler:
         if feasible != self._feasible[shape].scores or failing != self._numa_fail[shape]:
             raise VerifyError(f"memoised verdicts differ for shape {shape}")
 
-    def decide(self, shape: int) -> int | None:
-        """One scheduling cycle for a pod of ``shape``: the chosen node, or None (unschedulable)."""
+    def decide(self, shape: int, nominated: int | None = None, held: Collection[int] = ()) -> int | None:
+        """One scheduling cycle for a pod of ``shape``: the chosen node, or None (unschedulable).
+
+        ``nominated``: the node preemption nominated the pod for, taken first when it passes
+        (kube-scheduler's ``evaluateNominatedNode``); ``held``: nodes whose room a nominated pod
+        of at least this pod's priority holds (the framework runs the filters with nominated pods
+        added, ``RunFilterPluginsWithNominatedPods``; here such nodes are left out)."""
         self._refresh(shape)
         if self.verify:
             self._check(shape)
         if self.report_marks:
             self._report_marks(shape)
-        ties = self._feasible[shape].best()
+        if nominated is not None and nominated in self._feasible[shape]:
+            return nominated
+        ties = self._feasible[shape].best(held)
         if not ties:
             return None
         return ties[0] if len(ties) == 1 else self.rng.choice(ties)

@@ -35,6 +35,21 @@ class Arrival:
     shape: int
     """Index into the pod mix."""
     duration: float
+    priority: int = 0
+    """The pod's priority class: its position in the priority mix (its ``spec.priority``)."""
+
+
+@dataclass(slots=True)
+class SimPod:
+    """One original pod across its incarnations (replacements after TopologyAffinityErrors)."""
+
+    arrival: Arrival
+    pod: Pod
+    node: int = -1
+    incarnation: int = 0
+    had_tae: bool = False
+    evicted: bool = False
+    """Preempted: deleted for a higher-priority pod, not replaced."""
 
 
 def template_pod(shape: PodShape, scheduler_name: str, name: str = "template") -> Pod:
@@ -81,8 +96,11 @@ def arrivals(
     burst: Burst | None,
     mean_duration: float,
     seed: int,
+    priority_shares: Sequence[float] = (),
 ) -> list[Arrival]:
-    """``pods`` arrivals in time order (a burst's pods share one time)."""
+    """``pods`` arrivals in time order (a burst's pods share one time); each pod's priority class
+    drawn by ``priority_shares`` (none: 0) from a stream of its own, so that a priority mix changes
+    nothing else of the workload."""
     if pods < 0:
         raise InputError("--pods", f"must not be negative, got {pods}")
     if pods and rate <= 0 and burst is None:
@@ -90,6 +108,8 @@ def arrivals(
     times = stream(seed, "arrival-times")
     kinds = stream(seed, "pod-shapes")
     lives = stream(seed, "durations")
+    ranks = stream(seed, "priorities")
+    classes = range(len(priority_shares))
     weights = [p for p, _ in mix]
     out: list[Arrival] = []
     next_poisson = times.expovariate(rate) if rate > 0 else float("inf")
@@ -104,7 +124,8 @@ def arrivals(
         for _ in range(min(count, pods - len(out))):
             shape = kinds.choices(range(len(mix)), weights)[0]
             duration = max(MIN_DURATION, lives.expovariate(1.0 / mean_duration))
-            out.append(Arrival(len(out), t, shape, duration))
+            priority = ranks.choices(classes, priority_shares)[0] if len(priority_shares) > 1 else 0
+            out.append(Arrival(len(out), t, shape, duration, priority))
     return out
 
 
@@ -129,5 +150,6 @@ def plan_arrivals(
         burst=burst,
         mean_duration=config.mean_duration,
         seed=config.seed,
+        priority_shares=[c.share for c in config.priority_classes()],
     )
     return rate, planned

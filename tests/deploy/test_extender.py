@@ -112,6 +112,7 @@ def test_the_scheduler_config_calls_our_verbs_over_https_with_its_client_certifi
         "ignorable",
     }
     assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
+    assert extender["preemptVerb"] == "preempt"
     assert "bindVerb" not in extender
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is False
     # kube-scheduler verifies the server only with a CA (without one, enableHTTPS means insecure).

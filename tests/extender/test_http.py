@@ -214,7 +214,7 @@ def test_json_nested_too_deeply_is_a_400_with_a_one_line_reason(env: Env, body: 
 def test_unknown_verbs_and_paths_are_404_with_an_error_field(env: Env) -> None:
     assert env.client.post("bind", {}) == (
         404,
-        {"Error": "no such verb 'bind'; this extender serves filter and prioritize"},
+        {"Error": "no such verb 'bind'; this extender serves filter, prioritize and preempt"},
     )
     status, result = env.client.get("/nope")
     assert status == 404 and "Error" in result

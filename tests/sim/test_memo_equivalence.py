@@ -24,8 +24,8 @@ def _run(config: SimConfig, monkeypatch: pytest.MonkeyPatch, *, memo: bool) -> d
     decide = sim_scheduler.SimScheduler.decide
     evaluate = sim_scheduler.SimScheduler._evaluate
 
-    def recorded(self: sim_scheduler.SimScheduler, shape: int) -> int | None:
-        chosen = decide(self, shape)
+    def recorded(self: sim_scheduler.SimScheduler, shape: int, *hints: Any) -> int | None:
+        chosen = decide(self, shape, *hints)  # hints: preemption's nominated and held nodes
         decisions.append((shape, chosen))
         return chosen
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from rte.consumer.cache import reconcile
@@ -59,7 +59,7 @@ from rte.consumer.cache.freshness import stale_verdict
 from rte.consumer.cache.interface import NO_NRT, NOT_FRESH, Clock, Lookup
 from rte.consumer.cache.nodestate import NodeState
 from rte.consumer.cache.podlog import PodLog
-from rte.consumer.cache.predict import predicted_charge
+from rte.consumer.cache.predict import ZoneCharge, predicted_charge
 from rte.consumer.cache.reservations import Reservation
 from rte.consumer.cache.resyncpass import ResyncPass
 from rte.consumer.cache.resyncplan import ResyncPlan
@@ -69,7 +69,7 @@ from rte.consumer.config import CacheConfig, ForeignPodsDetect, LoadMode, Reconc
 from rte.consumer.placement import NodePlacement
 from rte.consumer.store import DELETED, NRTStore, resource_names_of
 from rte.model.exclusive import is_exclusive
-from rte.model.pod import Pod
+from rte.model.pod import Pod, PodKey
 from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
@@ -154,6 +154,34 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
             if st is None or st.topology is None:
                 return None
             return st.reserved_topology()
+
+    def known_zones(self, node: str) -> dict[PodKey, ZoneCharge]:
+        """What the cache knows each pod of ``node`` holds, per zone, where it knows it exactly:
+        the hold learnt from two NRTs (:mod:`.placement`), else a reservation predicted on one
+        zone (:mod:`.predict`). What NUMA-aware preemption may give back when the pod is evicted
+        (:mod:`rte.consumer.preemption`); pods already given back are left out."""
+        with self._lock:
+            st = self._nodes.get(node)
+            if st is None:
+                return {}
+            out: dict[PodKey, ZoneCharge] = {k: c for k, c in st.holds.items() if k not in st.credits}
+            for key, reservation in st.reservations.items():
+                if key not in out and reservation.zones is not None and len(reservation.zones) == 1:
+                    out[key] = reservation.zones
+            return out
+
+    def learn_zones(self, node: str, charges: Mapping[PodKey, ZoneCharge]) -> None:
+        """Remember what running pods of ``node`` hold per zone, learnt elsewhere (decoded
+        numaplacement, the simulator's kubelets), so that their end gives it back at once as a
+        learnt hold would (:func:`.placement.released`): preemption teaches its victims' zones
+        before they are deleted. A hold already known is kept."""
+        with self._lock:
+            st = self._nodes.get(node)
+            if st is None:
+                return
+            fresh = {k: c for k, c in charges.items() if k in st.live and k not in st.holds}
+            if fresh:
+                st.own_holds().update(fresh)
 
     def unfresh_reason(self, node: str) -> str:
         """Why :meth:`get` says not fresh right now ("" when it is fresh)."""
