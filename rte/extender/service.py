@@ -37,6 +37,7 @@ from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
+from rte.consumer.kept import KeptByCost
 from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
@@ -47,6 +48,7 @@ from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
+from rte.runtime.httpwire import MiB
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,10 @@ _WARM_UP_POD = {
 
 _PODS_PREPARED_KEPT = 16
 """Prepared pods remembered (:meth:`ExtenderService._prepare`)."""
+MAX_POD_KEPT = 16 * MiB
+"""The largest prepared pod remembered (its JSON and its decoded objects, estimated at eleven
+times the JSON): the apiserver stores objects of up to 1.5 MiB (etcd's request limit), so any
+real pod fits; a bigger one in a request is prepared afresh each time."""
 
 
 class ExtenderService:
@@ -86,8 +92,9 @@ class ExtenderService:
         self._clock = clock
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
-        self._prepared: dict[bytes, PreparedPod] = {}
-        """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`)."""
+        self._prepared: KeptByCost[bytes, PreparedPod] = KeptByCost(_PODS_PREPARED_KEPT, each=MAX_POD_KEPT)
+        """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`), bounded in
+        bytes: a pod is some ten times its JSON once decoded and prepared."""
         self._shapes = PodShapes(compat)
         """Pods prepared by shape: a ReplicaSet's next pod is prepared and filtered as its last."""
         self._priorities = PriorityEncoder()
@@ -189,16 +196,14 @@ class ExtenderService:
         """
         key = args.pod_json
         if key is not None:
-            prep = self._prepared.get(key)
+            prep = self._prepared.values.get(key)
             if prep is not None:
                 return prep
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
         with self._lock:
             prep = self._shapes.prepare(pod)
             if key is not None:
-                self._prepared[key] = prep
-                while len(self._prepared) > _PODS_PREPARED_KEPT:
-                    del self._prepared[next(iter(self._prepared))]
+                self._prepared.keep(key, prep, 11 * len(key))
         return prep
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
