@@ -21,6 +21,7 @@ import importlib
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rte import __version__
@@ -33,8 +34,9 @@ from rte.extender.server import STATE_MAX_AGE, ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.heap import release_free_heap
-from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.kubeclient import Source, load_api_client, raw_list_call
 from rte.runtime.leaderelection import LeaseLock
+from rte.runtime.reflector import Reflector
 from rte.runtime.signals import SignalWaiter
 from rte.runtime.tls import ServerTls
 
@@ -181,12 +183,20 @@ class ExtenderApp:
                 pod_name=socket.gethostname(),  # a pod's host name is its name
             )
         feeds = self.feeds
+        leases = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
+        selector = ("fieldSelector", f"metadata.name={config.name}")
+
+        def lease_watch(on_event: Callable[[str, Any], None]) -> Reflector:
+            listing = raw_list_call(api_client, leases, (selector,))
+            return Reflector("leader-lease", listing, on_list=lambda _: None, on_event=on_event)
+
         self.leadership = Leadership(
             LeaseLock(api_client, config.namespace, config.name, timeout=config.renew_deadline),
             config,
             self.service,
             relist_pods=(lambda: feeds.relist("pods")) if feeds is not None else None,
             endpoint=endpoint,
+            lease_watch=lease_watch,
         )
         self.service.leadership = self.leadership
         self.leadership.start()

@@ -42,6 +42,7 @@ from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
+from rte.extender.handoff import AnsweredPods
 from rte.extender.metrics import ExtenderMetrics
 from rte.extender.priorities import PriorityEncoder
 from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
@@ -65,6 +66,14 @@ MAX_POD_KEPT = 16 * MiB
 """The largest prepared pod remembered (its JSON and its decoded objects, estimated at eleven
 times the JSON): the apiserver stores objects of up to 1.5 MiB (etcd's request limit), so any
 real pod fits; a bigger one in a request is prepared afresh each time."""
+
+
+def _pod_key(pod: Mapping[str, Any]) -> PodKey:
+    """A request's pod's key, as :func:`~rte.model.pod.pod_from_manifest` makes it (the prepared
+    pod may be another pod of the same shape)."""
+    metadata = pod.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return (str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""))
 
 
 class ExtenderService:
@@ -113,6 +122,8 @@ class ExtenderService:
         """Set by the front end that runs the watches: their state for ``/state`` (errors included)."""
         self.leadership: Any = None
         """With leader election, the :class:`~rte.extender.leadership.Leadership` gating the verbs."""
+        self.answered: AnsweredPods | None = None
+        """With leader election, the pods answered whose binding is not seen yet (the hand-off)."""
         self._counters = {"filter": 0, "prioritize": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
@@ -213,6 +224,8 @@ class ExtenderService:
         outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1
+        if self.answered is not None and outcome.passed:
+            self.answered.answered(_pod_key(args.pod))
         return filter_result(args, outcome.passed, outcome.failed)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -221,6 +234,8 @@ class ExtenderService:
         scores = score_nodes(prep, args.candidate_names(), self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
+        if self.answered is not None:
+            self.answered.answered(_pod_key(args.pod))
         return host_priorities(scores)
 
     def prioritize_json(self, args: ExtenderArgs) -> bytes:
@@ -231,6 +246,8 @@ class ExtenderService:
         scores = score_columns(prep, names, self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
+        if self.answered is not None:
+            self.answered.answered(_pod_key(args.pod))
         return self._priorities.encode(names, scores)
 
     # --- pods ----------------------------------------------------------------------------
@@ -240,6 +257,8 @@ class ExtenderService:
         pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
         if pod is None:
             return
+        if self.answered is not None:
+            self.answered.seen(pod.key, event_type == DELETED or bool(pod.node_name) or pod.is_terminal)
         with self._lock:
             if event_type == DELETED:
                 self._pods.pop(pod.key, None)
@@ -254,6 +273,8 @@ class ExtenderService:
             pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
             if pod is not None:
                 pods[pod.key] = pod
+                if self.answered is not None:
+                    self.answered.seen(pod.key, bool(pod.node_name) or pod.is_terminal)
         with self._lock:
             old = self._pods
             self._pods = pods
