@@ -56,6 +56,8 @@ when it releases one); no holder renews with it (:meth:`ElectionConfig.check` wa
 duration longer than 1.2 retry periods and the renew deadline)."""
 DRAINING_POLL = 0.1
 """Seconds between two looks at a draining Lease."""
+EXPIRY_MARGIN = 0.05
+"""Seconds after a Lease's expiry (on the candidate's clock) at which it looks again."""
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,7 @@ class LeaderElector:
                 delay = self.config.retry_period * (1.0 + JITTER * self._rng())
                 if self._draining():
                     delay = min(delay, DRAINING_POLL)
+                delay = min(delay, self._until_expiry() + EXPIRY_MARGIN)
                 self._nudged.wait(delay)
                 self._nudged.clear()
                 continue
@@ -320,6 +323,18 @@ class LeaderElector:
         """Look at the Lease now rather than at the next retry (a watch saw it change: released,
         say). Changes no rule: a held Lease is still taken only once it expired."""
         self._nudged.set()
+
+    def _until_expiry(self) -> float:
+        """Seconds until the Lease last seen, held by another, may be taken (:func:`may_take`);
+        infinite when there is none to wait for. A candidate looks then rather than up to a
+        retry period later: after a crash, the standby takes over a lease duration after the
+        last renewal it saw, not up to 2.2 retry periods beyond (issue #26, item 11)."""
+        with self._guard:
+            record, observed_at = self._observed, self._observed_at
+        if record is None or not record.holder or record.holder == self.config.identity:
+            return float("inf")
+        left = observed_at + max(self.config.lease_duration, float(record.lease_duration)) - self._clock()
+        return left if left > 0 else float("inf")  # expired, yet the last attempt failed: no hurry
 
     def _draining(self) -> bool:
         """Whether the Lease last seen is held by another that is stopping (and releasing it)."""
