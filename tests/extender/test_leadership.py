@@ -211,8 +211,13 @@ def test_a_stopping_leader_hands_over_once_the_pods_it_answered_are_bound(
     stopping = threading.Thread(target=leader.leadership.stop)
     stopping.start()
     wait_for(lambda: filter_on(leader, "solo")[0] == 503, 10, "the leader to stop answering")
-    lease = client.CoordinationV1Api(kube_api_client).read_namespaced_lease("rte-extender", NAMESPACE).spec
-    assert lease.holder_identity == "a" and lease.lease_duration_seconds == 1  # draining, still held
+    leases = client.CoordinationV1Api(kube_api_client)
+
+    def draining() -> bool:  # still held by a, marked as being given up
+        spec = leases.read_namespaced_lease("rte-extender", NAMESPACE).spec
+        return bool(spec.holder_identity == "a" and spec.lease_duration_seconds == 1)
+
+    wait_for(draining, 10, "the Lease to be marked draining")
     assert stopping.is_alive()  # the pod it let through is not bound yet
     core.patch_namespaced_pod("placed", "default", {"spec": {"nodeName": "solo"}})  # the scheduler binds
     stopping.join(10)
