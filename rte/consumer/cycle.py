@@ -138,14 +138,17 @@ def _estimates(cache: object) -> TypeGuard[ScoreViewsCache]:
 
 
 def _rescore(
-    cache: NRTCache, index: Mapping[str, int], rows: Ints, wanted: Bools, scores: Ints, scorer: Scorer
+    cache: NRTCache, table: NodeTable, rows: Ints, wanted: Bools, scores: Ints, scorer: Scorer
 ) -> None:
     """Score the ``wanted`` rows (fresh ones) again on the cache's best estimates, where it has any."""
     views = cache.score_views() if _estimates(cache) else None
     if not views:
         return
+    index = table.index
     at = {row: view for name, view in views.items() if (row := index.get(name)) is not None}
-    present = np.zeros(len(index), np.bool_)  # a row -> bool column: cheaper than np.isin
+    # A row -> bool column (cheaper than np.isin), over every row: untracked names share one
+    # that no name maps to (rte.consumer.kernel.mirror).
+    present = np.zeros(table.size, np.bool_)
     present[np.fromiter(at, np.int64, len(at))] = True
     for k in np.flatnonzero(wanted & present[rows]).tolist():
         scores[k] = scorer(at[int(rows[k])])
@@ -226,7 +229,7 @@ def _evaluate(
     scores = verdicts.scores if verdicts.scores is not None else np.full(len(names), -1, np.int64)
     _weigh(cache, views, scores, verdicts)
     if scorer is not None:
-        _rescore(cache, mirror.table.index, rows, fits & fresh, scores, scorer)
+        _rescore(cache, mirror.table, rows, fits & fresh, scores, scorer)
     return Evaluation(FilterOutcome(names, fits, failed, codes, texts), scores)
 
 
@@ -285,5 +288,5 @@ def score_columns(prep: PreparedPod, names: Sequence[str], cache: NRTCache, scor
         fresh = mirror.table.fresh.take(rows) & mirror.table.has_view.take(rows)
     assert verdicts.scores is not None
     _weigh(cache, views, verdicts.scores, verdicts)
-    _rescore(cache, mirror.table.index, rows, fresh, verdicts.scores, scorer)
+    _rescore(cache, mirror.table, rows, fresh, verdicts.scores, scorer)
     return verdicts.scores

@@ -226,6 +226,17 @@ class NRTStore:
         with self._lock:
             return node in self._topologies
 
+    def known(self, nodes: Iterable[str], heartbeats: bool = True) -> list[bool]:
+        """Per node, whether the store holds its NRT (or, with ``heartbeats``, its agent's
+        heartbeat), read atomically: of a node it knows neither of, every cache answers as of
+        any other such name."""
+        with self._lock:
+            topologies = self._topologies
+            if not heartbeats:
+                return [node in topologies for node in nodes]
+            beats = self._heartbeats
+            return [node in topologies or node in beats for node in nodes]
+
 
 def heartbeat_from_lease(obj: Mapping[str, Any], source: str = "lease") -> tuple[str, float] | None:
     """``(node, renew time)`` from a decoded Lease, or None when it was never renewed.

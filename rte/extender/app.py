@@ -21,7 +21,7 @@ import importlib
 import logging
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rte import __version__
@@ -29,13 +29,15 @@ from rte.consumer.cache.selection import make_cache
 from rte.consumer.config import CacheMode
 from rte.consumer.store import NRTStore, topologies_from_file
 from rte.extender.endpoint import LeaderEndpoint
+from rte.extender.gates import Gates
 from rte.extender.leadership import Leadership
 from rte.extender.server import STATE_MAX_AGE, ExtenderServer
-from rte.extender.service import ExtenderService, Gates
+from rte.extender.service import ExtenderService
 from rte.extender.settings import ExtenderSettings
 from rte.runtime.heap import release_free_heap
-from rte.runtime.kubeclient import Source, load_api_client
+from rte.runtime.kubeclient import Source, load_api_client, raw_list_call
 from rte.runtime.leaderelection import LeaseLock
+from rte.runtime.reflector import Reflector
 from rte.runtime.signals import SignalWaiter
 from rte.runtime.tls import ServerTls
 
@@ -109,13 +111,14 @@ class ExtenderApp:
             lock = LeaseLock(
                 self._election_client, config.namespace, config.name, timeout=config.renew_deadline
             )
-            self.leadership = Leadership(lock, config)
+            self.leadership = Leadership(lock, config, lease_watch=self._leader_lease_watch)
         timer = settings.cache.mode is CacheMode.OVER_RESERVE and settings.cache.resync_period > 0
         gates = Gates(
             pods_tracked=not settings.nrt_files,
             first_resync=threading.Event() if timer else None,  # set by the _Resyncer
             watch_status=None if settings.nrt_files else self._watch_status,
             leadership=self.leadership,
+            answered=self.leadership.answered if self.leadership is not None else None,
         )
         self.service = ExtenderService(
             self.store,
@@ -206,6 +209,16 @@ class ExtenderApp:
             relist_pods=(lambda: feeds.relist("pods")) if feeds is not None else None,
             endpoint=endpoint,
         )
+
+    def _leader_lease_watch(self, on_event: Callable[[str, Any], None]) -> Reflector:
+        """A watch of the leader Lease alone, through the election's client (issue #26 item 11:
+        a standby looks as soon as it changes)."""
+        config = self.settings.election
+        assert config is not None
+        leases = f"/apis/coordination.k8s.io/v1/namespaces/{config.namespace}/leases"
+        selector = ("fieldSelector", f"metadata.name={config.name}")
+        listing = raw_list_call(self._election_client, leases, (selector,))
+        return Reflector("leader-lease", listing, on_list=lambda _: None, on_event=on_event)
 
     def stop(self) -> None:
         if self.leadership is not None:

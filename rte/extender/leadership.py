@@ -23,8 +23,11 @@ connection. With ``--leader-elect-service`` the leader points the Service at its
 placed by kube-scheduler, which binds it (an API write) right after its scheduling cycle. The
 old leader's last answer precedes the new leader's Lease by at least the fencing gap,
 ``--leader-elect-lease-duration`` − ``--leader-elect-renew-deadline`` (5 s by default), whether
-it crashed, hung, lost the apiserver or stopped (it gives the Lease up only after that gap).
-If P's binding was written within the gap, the list of step 2 holds P bound, and:
+it crashed, hung or lost the apiserver. A leader that stops (SIGTERM, a rollout) gives the Lease
+up as soon as it has seen bound (or deleted) every pod it answered within that gap, and after
+the gap at the latest (:mod:`rte.extender.handoff`): either way P's binding was written before
+the new leader won the Lease. If P's binding was written within the gap, the list of step 2
+holds P bound, and:
 
 * P still in flight (bound, not running): the pod index reserves it on every zone of its node
   (pessimistic, the reserve cache's rule), until a fingerprint match shows an NRT counting it;
@@ -50,6 +53,7 @@ from typing import Any
 
 from rte.consumer.cache.overreserve import OverReserveCache
 from rte.extender.endpoint import LeaderEndpoint
+from rte.extender.handoff import AnsweredPods
 from rte.extender.service import ExtenderService
 from rte.runtime.leaderelection import ElectionConfig, LeaderElector, LeaseLock
 
@@ -62,14 +66,27 @@ ENDPOINT_CHECK = 10.0
 class Leadership:
     """Campaigns for the Lease and runs the takeover; :meth:`serving` gates the verbs."""
 
-    def __init__(self, lock: LeaseLock, config: ElectionConfig) -> None:
-        """Made before the service it gates (its :class:`~rte.extender.service.Gates`), started
-        after it (:meth:`start`)."""
+    def __init__(
+        self,
+        lock: LeaseLock,
+        config: ElectionConfig,
+        *,
+        lease_watch: Callable[[Callable[[str, Any], None]], Any] | None = None,
+    ) -> None:
+        """Made before the service it gates (its :class:`~rte.extender.service.Gates`, with
+        :attr:`answered`), started after it (:meth:`start`). ``lease_watch(on_event)`` makes a
+        watch of the election's Leases (a reflector: ``start``, ``stop``); each change of ours makes
+        a standby look at once instead of at its next retry, so a released Lease is taken within
+        the watch's latency (issue #26, item 11)."""
         self.config = config
         self.service: ExtenderService | None = None
         self._relist_pods: Callable[[], Callable[[], bool]] | None = None
         self.endpoint: LeaderEndpoint | None = None
         self.elector = LeaderElector(lock, config, on_started=self._started, on_stopped=self._stopped)
+        self.answered = AnsweredPods(config.fencing_gap)
+        """The pods answered whose binding is not seen yet: the service notes them (its
+        :class:`~rte.extender.service.Gates`), the hand-off waits for them."""
+        self.lease_watch = lease_watch(self._lease_event) if lease_watch is not None else None
         self._guard = threading.Lock()
         self._term = 0
         self._serving_term = -1
@@ -121,11 +138,27 @@ class Leadership:
         starts a pod list and returns a test of whether it was delivered."""
         self.service, self._relist_pods, self.endpoint = service, relist_pods, endpoint
         self.elector.start()
+        if self.lease_watch is not None:
+            self.lease_watch.start()
         return self
 
+    def _lease_event(self, event_type: str, obj: Any) -> None:
+        """A change of a Lease in the election's namespace: ours, released or draining, say."""
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        if isinstance(metadata, dict) and metadata.get("name") == self.config.name:
+            self.elector.nudge()
+
     def stop(self) -> None:
-        """Stop answering now; give the Lease up once the fencing gap has passed."""
-        self.elector.stop(release=True, release_delay=self.config.fencing_gap)
+        """Stop answering now; give the Lease up once every pod answered within the fencing gap
+        is seen bound or deleted (:mod:`rte.extender.handoff`), the gap at the latest."""
+        answered = self.answered
+        self.elector.stop(
+            release=True,
+            release_delay=self.config.fencing_gap,
+            release_early=answered.settled if answered is not None else None,
+        )
+        if self.lease_watch is not None:
+            self.lease_watch.stop()
 
     # --- callbacks from the elector ---------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rte.consumer.kept import KeptByCost, names_cost, too_long
 from rte.consumer.nodescore import MAX_SCORE
 from rte.extender.wire import MAX_EXTENDER_PRIORITY, extender_score, host_priorities
 from rte.yamlfile import encode_json
@@ -37,9 +38,12 @@ _TAILS = np.array([b"%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)] + [b""]
 column of scores picks its tails in one indexing)."""
 
 LISTS_KEPT = 8
-"""Candidate lists whose pieces are kept (a list of 5000 names: about 0.5 MB)."""
+"""Candidate lists whose pieces are kept (a list of 5000 names: about 0.5 MB), within
+:data:`~rte.consumer.kept.MEMO_BYTES_KEPT`."""
 
 Scores = np.ndarray[Any, np.dtype[np.int64]]
+
+_UNKNOWN: Any = object()
 
 
 class PriorityEncoder:
@@ -48,12 +52,13 @@ class PriorityEncoder:
     def __init__(self, kept: int = LISTS_KEPT) -> None:
         self.kept = kept
         self._lock = threading.Lock()
-        self._templates: dict[tuple[str, ...], list[bytes] | None] = {}
+        self._templates: KeptByCost[tuple[str, ...], list[bytes] | None] = KeptByCost(kept)
         """Per candidate list: the answer's pieces with every score's place empty (None: the
-        list must be encoded the plain way)."""
-        self._by_id: dict[int, tuple[tuple[str, ...], list[bytes] | None]] = {}
+        list must be encoded the plain way). Bounded in bytes (:mod:`rte.consumer.kept`): a
+        list's pieces cost about twice its names."""
+        self._by_id: KeptByCost[int, tuple[tuple[str, ...], list[bytes] | None]] = KeptByCost(kept)
         """The same by the identity of the sequence given (checked to be the one remembered)."""
-        self._answers: dict[tuple[str, ...], tuple[Scores, bytes]] = {}
+        self._answers: KeptByCost[tuple[str, ...], tuple[Scores, bytes]] = KeptByCost(kept)
         """Per candidate list, the last answer and its scores on the extender's scale: the next
         pod of a ReplicaSet on unchanged nodes scores the same (joining 10,000 pieces at 5000
         candidates costs more than comparing the scores)."""
@@ -64,40 +69,48 @@ class PriorityEncoder:
         if not names:
             return b"[]"
         # The decoder gives a list sent again as the very same tuple: found by identity first.
-        same = self._by_id.get(id(names))
+        same = self._by_id.values.get(id(names))
         if same is not None and same[0] is names:
             key, template = same
         else:
             key = names if isinstance(names, tuple) else tuple(names)
-            try:
-                template = self._templates[key]
-            except KeyError:  # never seen, or pushed out (by another thread, even just now)
+            if too_long(key):  # never kept (a hostile list: issue #26): no template either
+                return _encode_in_parts(key, scores)
+            template = self._templates.values.get(key, _UNKNOWN)
+            if template is _UNKNOWN:  # never seen, or pushed out (by another thread, even just now)
                 template = _template(key)
+            cost = 3 * names_cost(key)
             with self._lock:
-                self._templates[key] = template
+                self._templates.keep(key, template, cost)
                 if key is names:  # a tuple, held here: its id stays its own
-                    self._by_id[id(names)] = (key, template)
-                _keep_few(self._templates, self.kept)
-                _keep_few(self._by_id, self.kept)
+                    self._by_id.keep(id(names), (key, template), cost)
         if template is None:
             pairs = zip(key, scores.tolist(), strict=True)
             return encode_json(host_priorities(list(pairs)))
         on_scale = _ON_SCALE[np.minimum(np.maximum(scores, 0), MAX_SCORE)]
-        last = self._answers.get(key)
+        last = self._answers.values.get(key)
         if last is not None and np.array_equal(last[0], on_scale):
             return last[1]
         parts = template.copy()
         parts[1:-1:2] = _TAILS[on_scale].tolist()
         answer = b"".join(parts)
         with self._lock:
-            self._answers[key] = (on_scale, answer)
-            _keep_few(self._answers, self.kept)
+            self._answers.keep(key, (on_scale, answer), len(answer) + on_scale.nbytes)
         return answer
 
 
-def _keep_few(memo: dict[Any, Any], kept: int) -> None:
-    while len(memo) > kept:
-        del memo[next(iter(memo))]
+PART = 8192
+"""Names per part of an answer encoded in parts (:func:`_encode_in_parts`)."""
+
+
+def _encode_in_parts(names: tuple[str, ...], scores: Scores) -> bytes:
+    """The answer for a list too long to remember, a part at a time: a whole template of a
+    million names (two byte strings a name) cost more than the answer it builds."""
+    pieces: list[bytes] = []
+    for start in range(0, len(names), PART):
+        part = PriorityEncoder(kept=0).encode(names[start : start + PART], scores[start : start + PART])
+        pieces.append(part[1:-1])  # without its brackets
+    return b"[" + b",".join(pieces) + b"]"
 
 
 def _template(names: tuple[str, ...]) -> list[bytes] | None:

@@ -49,6 +49,7 @@ from rte.extender.metrics import VERBS
 from rte.extender.preemptwire import decode_preemption_args
 from rte.extender.service import ExtenderService
 from rte.extender.wire import decode_args
+from rte.runtime.heap import release_free_heap
 from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import JSON, HttpRequest, MiB, Response, json_response, server_timing
 from rte.runtime.metrics import CONTENT_TYPE
@@ -141,10 +142,54 @@ class StateSnapshots:
 PROBES = ("/healthz", "/readyz", "/metrics")
 
 
+LARGE_BODY = 8 * MiB
+"""Bytes: a verb's request at least this large is served alone (:class:`LargeRequests`)."""
+LARGE_WAIT = 10.0
+"""Seconds a large request waits for its turn before a 503 (the scheduler's call is over by then)."""
+
+
+class LargeRequests:
+    """Large verb requests one at a time, and the heap given back after each.
+
+    Serving a request costs some ten times its body while it runs (its names decoded, the
+    decision's columns, the answer), which nothing kept afterwards holds (:mod:`rte.consumer.kept`).
+    A realistic request is far below :data:`LARGE_BODY` (5000 names: 100 KiB); whole-Node
+    requests of real clusters reach it. Serving such requests one at a time bounds what they
+    cost together to one request's worth whatever the workers receive at once, and
+    ``malloc_trim`` afterwards (:func:`rte.runtime.heap.release_free_heap`) returns what they
+    freed, which glibc would otherwise keep in each worker thread's arena (measured: ~37 MiB
+    left resident per 42 MiB request, growing with each; issue #26, item 1).
+    """
+
+    def __init__(self, threshold: int = LARGE_BODY, wait: float = LARGE_WAIT) -> None:
+        self.threshold = threshold
+        self.wait = wait
+        self._turn = threading.Lock()
+
+    def serve(self, size: int, call: Callable[[], Response]) -> Response:
+        if size < self.threshold:
+            return call()
+        if not self._turn.acquire(timeout=self.wait):
+            return json_error(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"request of {size} bytes: another large request is being served (retry later)",
+            )
+        try:
+            return call()
+        finally:
+            release_free_heap()  # what this request freed, before the next one's turn
+            self._turn.release()
+
+
 def extender_handler(
-    service: ExtenderService, snapshots: StateSnapshots, *, probes_only: bool = False
+    service: ExtenderService,
+    snapshots: StateSnapshots,
+    *,
+    probes_only: bool = False,
+    large: LargeRequests | None = None,
 ) -> Callable[[HttpRequest], Response]:
     """Routes a request to the service (see the module's docstring)."""
+    large_requests = large if large is not None else LargeRequests()
 
     def not_serving() -> Response:
         return replace(json_error(HTTPStatus.SERVICE_UNAVAILABLE, service.not_serving_reason()), close=True)
@@ -168,6 +213,9 @@ def extender_handler(
             )
         if not service.serving():
             return not_serving()
+        return large_requests.serve(len(request.body), lambda: _decide(request, verb))
+
+    def _decide(request: HttpRequest, verb: str) -> Response:
         try:
             if verb == "preempt":
                 answer = encode_json(service.preempt(decode_preemption_args(request.body)))

@@ -31,18 +31,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
+from rte.consumer.kept import KeptByCost
 from rte.consumer.preemption.placements import PlacementSource, default_placements
 from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
+from rte.extender.gates import Gates
 from rte.extender.metrics import ExtenderMetrics
 from rte.extender.preempt import preempt_nodes
 from rte.extender.preemptwire import PreemptionArgs, preemption_result
@@ -51,6 +52,7 @@ from rte.extender.wire import ExtenderArgs, filter_result, host_priorities
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.model.quantity import quantity_text
 from rte.model.vocabulary import Compat, InformerMode
+from rte.runtime.httpwire import MiB
 
 log = logging.getLogger(__name__)
 
@@ -63,47 +65,18 @@ _WARM_UP_POD = {
 
 _PODS_PREPARED_KEPT = 16
 """Prepared pods remembered (:meth:`ExtenderService._prepare`)."""
+MAX_POD_KEPT = 16 * MiB
+"""The largest prepared pod remembered (its JSON and its decoded objects, estimated at eleven
+times the JSON): the apiserver stores objects of up to 1.5 MiB (etcd's request limit), so any
+real pod fits; a bigger one in a request is prepared afresh each time."""
 
 
-class LeaderGate(Protocol):
-    """What the service asks of leader election (:class:`~rte.extender.leadership.Leadership`)."""
-
-    def is_leader(self) -> bool:
-        """Holds the leader Lease."""
-        ...
-
-    def serving(self) -> bool:
-        """Leader, and taken over: may answer the verbs."""
-        ...
-
-    def reason(self) -> str:
-        """Why the verbs are not answered ("" when they are)."""
-        ...
-
-    def state(self) -> dict[str, Any]:
-        """For ``/state``."""
-        ...
-
-
-@dataclass(frozen=True)
-class Gates:
-    """What readiness and serving wait for besides the NRT list, fixed when the service is made.
-
-    The front end that runs the service says which of these it runs (``rte extender``:
-    :class:`~rte.extender.app.ExtenderApp`); a service made without gates tracks pods and has no
-    resync timer, no watches to report and no leader election.
-    """
-
-    pods_tracked: bool = True
-    """False when no pod source runs (file-fed store): readiness then needs the NRTs only."""
-    first_resync: threading.Event | None = None
-    """Set by the resync timer after its first pass, which it makes as soon as the lists are
-    synced (the cache expects one at start); until then the extender is not ready, so that no
-    request waits behind that pass (450 ms at 20 000 nodes). None: no timer."""
-    watch_status: Callable[[], Mapping[str, Any]] | None = None
-    """The watches' state for ``/state`` and ``/readyz`` (errors included); None: no watches."""
-    leadership: LeaderGate | None = None
-    """With leader election, what gates the verbs; None: this replica always leads."""
+def _pod_key(pod: Mapping[str, Any]) -> PodKey:
+    """A request's pod's key, as :func:`~rte.model.pod.pod_from_manifest` makes it (the prepared
+    pod may be another pod of the same shape)."""
+    metadata = pod.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return (str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""))
 
 
 class ExtenderService:
@@ -120,7 +93,7 @@ class ExtenderService:
         compat: Compat = Compat.KUBELET,
         clock: Callable[[], float] = time.time,
         metrics: ExtenderMetrics | None = None,
-        gates: Gates = Gates(),
+        gates: Gates | None = None,
         placements: PlacementSource | None = None,
     ) -> None:
         self.store = store
@@ -137,8 +110,9 @@ class ExtenderService:
         (:func:`~rte.consumer.preemption.placements.default_placements`)."""
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
-        self._prepared: dict[bytes, PreparedPod] = {}
-        """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`)."""
+        self._prepared: KeptByCost[bytes, PreparedPod] = KeptByCost(_PODS_PREPARED_KEPT, each=MAX_POD_KEPT)
+        """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`), bounded in
+        bytes: a pod is some ten times its JSON once decoded and prepared."""
         self._shapes = PodShapes(compat)
         """Pods prepared by shape: a ReplicaSet's next pod is prepared and filtered as its last."""
         self._priorities = PriorityEncoder()
@@ -147,7 +121,7 @@ class ExtenderService:
         """Pods whose reservation the pod watch made: key -> node."""
         self.nrt_synced = threading.Event()
         self.pods_synced = threading.Event()
-        self.gates = gates
+        self.gates = gates if gates is not None else Gates()
         self._counters = {"filter": 0, "prioritize": 0, "preempt": 0, "reservedFromWatch": 0, "resyncs": 0}
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
@@ -239,16 +213,14 @@ class ExtenderService:
         """
         key = args.pod_json
         if key is not None:
-            prep = self._prepared.get(key)
+            prep = self._prepared.values.get(key)
             if prep is not None:
                 return prep
         pod = pod_from_manifest(args.pod, source="ExtenderArgs.Pod")
         with self._lock:
             prep = self._shapes.prepare(pod)
             if key is not None:
-                self._prepared[key] = prep
-                while len(self._prepared) > _PODS_PREPARED_KEPT:
-                    del self._prepared[next(iter(self._prepared))]
+                self._prepared.keep(key, prep, 11 * len(key))
         return prep
 
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
@@ -258,6 +230,8 @@ class ExtenderService:
         outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1
+        if self.gates.answered is not None and outcome.passed:
+            self.gates.answered.answered(_pod_key(args.pod))
         return filter_result(args, outcome.passed, outcome.failed)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
@@ -266,6 +240,8 @@ class ExtenderService:
         scores = score_nodes(prep, args.candidate_names(), self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
+        if self.gates.answered is not None:
+            self.gates.answered.answered(_pod_key(args.pod))
         return host_priorities(scores)
 
     def prioritize_json(self, args: ExtenderArgs) -> bytes:
@@ -276,6 +252,8 @@ class ExtenderService:
         scores = score_columns(prep, names, self.cache, Scorer(prep, self.strategy))
         with self._lock:
             self._counters["prioritize"] += 1
+        if self.gates.answered is not None:
+            self.gates.answered.answered(_pod_key(args.pod))
         return self._priorities.encode(names, scores)
 
     def preempt(self, args: PreemptionArgs) -> dict[str, Any]:
@@ -297,6 +275,8 @@ class ExtenderService:
         pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
         if pod is None:
             return
+        if self.gates.answered is not None:
+            self.gates.answered.seen(pod.key, event_type == DELETED or bool(pod.node_name) or pod.is_terminal)
         with self._lock:
             if event_type == DELETED:
                 self._pods.pop(pod.key, None)
@@ -311,6 +291,8 @@ class ExtenderService:
             pod = obj if isinstance(obj, Pod) else self._parse_pod(obj)
             if pod is not None:
                 pods[pod.key] = pod
+                if self.gates.answered is not None:
+                    self.gates.answered.seen(pod.key, bool(pod.node_name) or pod.is_terminal)
         with self._lock:
             old = self._pods
             self._pods = pods

@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from rte.consumer.kept import NAME_OVERHEAD, names_cost, too_long
 from rte.consumer.nodescore import MAX_SCORE
 from rte.errors import InputError
 from rte.extender.wirenodes import (
@@ -39,6 +40,7 @@ from rte.extender.wirenodes import (
     WireNodes,
     decode_names,
     decode_nodes,
+    nodes_cost,
     shared_names,
 )
 from rte.yamlfile import decode_json
@@ -193,8 +195,19 @@ def _decode_fast(body: bytes) -> ExtenderArgs | None:
     if not isinstance(pod, Mapping) or (names is None and nodes is None):
         return None
     args = ExtenderArgs(pod=pod, nodes=nodes, node_names=names, pod_json=pod_json)
-    _BODIES.keep(body, args)
+    _BODIES.keep(body, args, _args_cost(args))
     return args
+
+
+def _args_cost(args: ExtenderArgs) -> int:
+    """What a kept request's arguments hold besides its body (the decoded pod: some ten times
+    its JSON; the lists, shared with their own memos, counted again): over
+    :data:`~rte.consumer.kept.LIST_BYTES_KEPT`, the request is not remembered."""
+    cost = 10 * len(args.pod_json or b"")
+    names = args.node_names
+    if names is not None:
+        cost += len(names) * NAME_OVERHEAD if too_long(names) else names_cost(names)
+    return cost + nodes_cost(args.nodes if isinstance(args.nodes, WireNodes) else None)
 
 
 def _fields(

@@ -33,6 +33,14 @@ from typing import Any, NamedTuple, overload
 import msgspec
 import orjson
 
+from rte.consumer.kept import (
+    LIST_BYTES_KEPT,
+    MEMO_BYTES_KEPT,
+    NAME_OVERHEAD,
+    KeptByCost,
+    names_cost,
+    too_long,
+)
 from rte.yamlfile import decode_json
 
 
@@ -136,47 +144,68 @@ _ALLOCATABLE_OF = attrgetter("status.allocatable")
 class Recent:
     """The values last used, at most ``kept``, by keys compared whole (``==``, not hashed): a
     key of megabytes, or a list of thousands of texts, costs a comparison at memory speed (one
-    of another length none), not a hash. Thread-safe for the server's workers."""
+    of another length none), not a hash. Thread-safe for the server's workers.
 
-    def __init__(self, kept: int) -> None:
+    Each value comes with its cost in bytes (besides the key, which the caller bounds): one
+    over ``each`` is not kept, and the values kept cost at most ``total`` together
+    (:mod:`rte.consumer.kept`)."""
+
+    def __init__(self, kept: int, total: int = MEMO_BYTES_KEPT, each: int = LIST_BYTES_KEPT) -> None:
         self.kept = kept
-        self.entries: list[tuple[Any, Any]] = []
-        """Most recently used first; replaced whole, never changed, so readers need no lock."""
+        self.total = total
+        self.each = each
+        self.entries: list[tuple[Any, Any, int]] = []
+        """(key, value, cost), most recently used first; replaced whole, never changed, so
+        readers need no lock."""
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
         """The value kept under a key equal to ``key``, now the most recent; None if none."""
-        for i, (known, value) in enumerate(self.entries):
+        for i, (known, value, cost) in enumerate(self.entries):
             if known == key:
                 if i:
-                    self.keep(known, value)
+                    self.keep(known, value, cost)
                 return value
         return None
 
-    def keep(self, key: Any, value: Any) -> None:
+    def keep(self, key: Any, value: Any, cost: int = 0) -> None:
+        if cost > self.each:
+            return
         with self._lock:
-            others = [entry for entry in self.entries if entry[0] is not key]
-            self.entries = [(key, value), *others[: self.kept - 1]]
+            kept = [(key, value, cost)]
+            total = cost
+            for entry in self.entries:
+                if entry[0] is key:
+                    continue
+                if len(kept) == self.kept or total + entry[2] > self.total:
+                    break
+                kept.append(entry)
+                total += entry[2]
+            self.entries = kept
 
 
 class _Kept:
-    """The last ``kept`` values computed, by key (bytes); thread-safe for the server's workers."""
+    """The last values computed, by key (bytes), bounded in count and bytes (the key's and the
+    value's, :class:`~rte.consumer.kept.KeptByCost`); thread-safe for the server's workers."""
 
     def __init__(self, kept: int) -> None:
-        self.kept = kept
-        self.values: dict[bytes, Any] = {}
+        self._kept: KeptByCost[bytes, Any] = KeptByCost(kept)
+        self.values = self._kept.values
         self._lock = threading.Lock()
 
-    def keep(self, key: bytes, value: Any) -> None:
+    def keep(self, key: bytes, value: Any, cost: int) -> None:
         with self._lock:
-            self.values[key] = value
-            while len(self.values) > self.kept:
-                del self.values[next(iter(self.values))]
+            self._kept.keep(key, value, len(key) + cost)
 
 
 _NAME_LISTS = _Kept(8)
 _NODE_LISTS = Recent(2)
-"""Two lists: the one filter read, which prioritize may read next, and the one before."""
+"""Two lists: the one filter read, which prioritize may read next, and the one before (their
+spans hold the requests that sent them: two bodies, within the body limit)."""
+
+NODE_OVERHEAD = NAME_OVERHEAD + 96
+"""Bytes a kept Node costs besides its name's characters and its request's text: its span (a
+``msgspec.Raw``), its entry in each column and its share of the allocatable sets."""
 
 
 def decode_names(raw: bytes) -> tuple[str, ...] | None:
@@ -188,12 +217,15 @@ def decode_names(raw: bytes) -> tuple[str, ...] | None:
     except KeyError:
         pass
     names: tuple[str, ...] | None = _NAMES.decode(raw)
-    _NAME_LISTS.keep(raw, names)
+    if names is not None and not too_long(names):
+        _NAME_LISTS.keep(raw, names, names_cost(names))
     return names
 
 
 def shared_names(names: list[str]) -> tuple[str, ...]:
     """``tuple(names)``, the same object as :func:`decode_names` gives for an equal list."""
+    if too_long(names):  # not remembered: not worth the key's copy either
+        return tuple(names)
     try:
         key = orjson.dumps(names)
     except TypeError:  # a lone surrogate, which orjson refuses: not worth remembering
@@ -202,7 +234,8 @@ def shared_names(names: list[str]) -> tuple[str, ...]:
     if known is not None:
         return known
     shared = tuple(names)
-    _NAME_LISTS.keep(key, shared)
+    if not too_long(shared):
+        _NAME_LISTS.keep(key, shared, names_cost(shared))
     return shared
 
 
@@ -217,15 +250,24 @@ def decode_nodes(spans: list[msgspec.Raw], read: Callable[[], list[Any]]) -> Wir
     nodes = _part_of_kept(spans)
     if nodes is None:
         nodes = _decode_nodes(read(), spans)
-    _NODE_LISTS.keep(spans, nodes)
+    _NODE_LISTS.keep(spans, nodes, nodes_cost(nodes))
     return nodes
+
+
+def nodes_cost(nodes: WireNodes | None) -> int:
+    """What a kept Node list holds besides its request's text (:data:`NODE_OVERHEAD` a Node)."""
+    if nodes is None:
+        return 0
+    if len(nodes) * NODE_OVERHEAD > LIST_BYTES_KEPT:
+        return len(nodes) * NODE_OVERHEAD  # too long whatever its names: not summed
+    return sum(map(len, nodes.names)) + NODE_OVERHEAD * len(nodes)
 
 
 def _part_of_kept(spans: list[msgspec.Raw]) -> WireNodes | None:
     """The Nodes of a list whose items all stand, in the same order, in a list kept (prioritize
     sends those of filter's Nodes that passed), read off that list: a Node's name and allocatable
     names follow from its text. None when no kept list holds them all."""
-    for kept_spans, kept in _NODE_LISTS.entries:
+    for kept_spans, kept, _ in _NODE_LISTS.entries:
         if kept is None or len(kept_spans) <= len(spans):
             continue
         rows = _rows_in(kept_spans, spans)

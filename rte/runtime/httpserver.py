@@ -107,6 +107,8 @@ class HttpServer:
     ) -> None:
         self.limits = limits or Limits()
         self.tls = tls
+        self.tls_failures = tlsio.FailureLog()
+        """Failed handshakes: counted, logged at most one line a minute."""
         self._handler = handler
         self._errors = errors
         self._server_name = server_name
@@ -272,7 +274,7 @@ class HttpServer:
 
     def _readable(self, conn: _Conn) -> None:
         if conn.handshaking:
-            done = tlsio.handshake(conn.sock)  # type: ignore[arg-type]
+            done = tlsio.handshake(conn.sock, self.tls_failures)  # type: ignore[arg-type]
             if done is None:
                 self._drop(conn)
             if not done:

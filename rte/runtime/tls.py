@@ -10,10 +10,13 @@ rewrite that cannot be loaded (a certificate and a key from different generation
 two writes) keeps the last good context, logs one line, and is tried again at the next check.
 
 Client certificates are required (``CERT_REQUIRED``): a client that presents none, or one not
-signed by the client CA, fails the handshake and never reaches a handler. TLS 1.2 is the oldest
-version accepted. ALPN offers only ``http/1.1``: Go clients (kube-scheduler's extender client is
-Go's ``net/http`` with HTTP/2 enabled, kubernetes/kubernetes ``pkg/scheduler/extender.go``
-makeTransport) then speak HTTP/1.1, the only protocol the server has.
+signed by the client CA, fails the handshake and never reaches a handler; the failures are
+logged at most one line per :data:`FAILURE_LOG_INTERVAL` (:class:`FailureLog`), since anyone who
+reaches the port can make them at connection rate. TLS 1.2 is the oldest version accepted, with
+AEAD suites only (:data:`TLS12_CIPHERS`; TLS 1.3 has no other). ALPN offers only ``http/1.1``:
+Go clients (kube-scheduler's extender client is Go's ``net/http`` with HTTP/2 enabled,
+kubernetes/kubernetes ``pkg/scheduler/extender.go`` makeTransport) then speak HTTP/1.1, the only
+protocol the server has.
 
 :func:`handshake` advances a non-blocking server-side handshake, for the server's dispatcher.
 """
@@ -35,6 +38,25 @@ log = logging.getLogger(__name__)
 
 CHECK_INTERVAL = 1.0
 """Seconds between two looks at the files: three stat() calls, cheap against a handshake."""
+
+TLS12_CIPHERS = ":".join(
+    (
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+    )
+)
+"""The TLS 1.2 suites offered: forward-secret AEAD ones only (Mozilla's "intermediate" server
+configuration without its DHE suites, which need DH parameters Python never loads). OpenSSL's
+default list also offers CBC suites (``ECDHE-RSA-AES128-SHA`` and the like), which issue #26
+(item 10) asks to drop. Go's client, kube-scheduler's, offers all of these first
+(``crypto/tls`` cipher_suites.go, defaultCipherSuites)."""
+
+FAILURE_LOG_INTERVAL = 60.0
+"""Seconds: at most one log line about failed handshakes per interval (:class:`FailureLog`)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +80,7 @@ def server_context(files: TlsFiles) -> ssl.SSLContext:
     """A server context over ``files`` requiring client certificates; one-line errors per file."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)  # TLS 1.2's; TLS 1.3's suites are all AEAD
     context.set_alpn_protocols(["http/1.1"])
     try:
         context.load_cert_chain(files.cert, files.key)
@@ -122,12 +145,51 @@ class ServerTls:
             return self._context
 
 
-def handshake(sock: ssl.SSLSocket) -> bool | None:
+class FailureLog:
+    """Failed handshakes, logged at most one INFO line per ``interval``.
+
+    The first failure is logged at once (peer and reason); those that follow within the
+    interval are only counted, and the next line logged says how many there were. A client
+    without a certificate that reconnects in a loop costs one line a minute instead of one
+    per connection (issue #26, item 10); :attr:`total` counts them all.
+    """
+
+    def __init__(
+        self, interval: float = FAILURE_LOG_INTERVAL, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._logged_at: float | None = None
+        self._unlogged = 0
+        self.total = 0
+
+    def failed(self, peer: str, reason: str) -> None:
+        with self._lock:
+            self.total += 1
+            now = self._clock()
+            if self._logged_at is not None and now - self._logged_at < self.interval:
+                self._unlogged += 1
+                return
+            unlogged, self._unlogged, self._logged_at = self._unlogged, 0, now
+        if unlogged:
+            log.info(
+                "TLS handshake with %s failed: %s (and %d more failed handshakes since the last line)",
+                peer,
+                reason,
+                unlogged,
+            )
+        else:
+            log.info("TLS handshake with %s failed: %s", peer, reason)
+
+
+def handshake(sock: ssl.SSLSocket, failures: FailureLog) -> bool | None:
     """One step of a non-blocking server handshake: True done, False wants input, None failed.
 
-    A failure (no client certificate, one from another CA, not TLS at all) is logged as one line.
-    A handshake that wants to write is retried when the peer sends again; the messages a server
-    writes fit in an empty socket buffer, so it does not happen in practice.
+    A failure (no client certificate, one from another CA, not TLS at all) goes to ``failures``
+    (one line at most per interval). A handshake that wants to write is retried when the peer
+    sends again; the messages a server writes fit in an empty socket buffer, so it does not
+    happen in practice.
     """
     try:
         sock.do_handshake()
@@ -139,7 +201,7 @@ def handshake(sock: ssl.SSLSocket) -> bool | None:
             peer = f"{host}:{port}"
         except OSError:
             peer = "a client"
-        log.info("TLS handshake with %s failed: %s", peer, _reason(e))
+        failures.failed(peer, _reason(e))
         return None
     return True
 

@@ -35,13 +35,44 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rte.consumer.preemption.victims import Candidate, choose_victims
 from rte.model.quantity import Amount
 
 if TYPE_CHECKING:
-    from rte.sim.engine import Simulation
+    from rte.sim.kubelet import SimKubelet
+    from rte.sim.result import Counters
+    from rte.sim.scheduler import SimScheduler
+    from rte.sim.workload import SimPod
+
+
+class PreemptingSimulation(Protocol):
+    """What preemption reads and does of the running simulation (:class:`rte.sim.engine.Simulation`;
+    a protocol, so the engine that drives this module is not imported by it)."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def counters(self) -> Counters: ...
+
+    @property
+    def names(self) -> Sequence[str]: ...
+
+    @property
+    def kubelets(self) -> Sequence[SimKubelet]: ...
+
+    @property
+    def pods(self) -> Sequence[SimPod]: ...
+
+    @property
+    def scheduler(self) -> SimScheduler: ...
+
+    @property
+    def cache(self) -> Any: ...
+
+    def evict(self, pid: int, *, preempted: bool = True) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +87,7 @@ class Nomination:
 class SimPreemption:
     """The preemption step of one simulation (``numa``: with rte's preempt verb)."""
 
-    def __init__(self, sim: Simulation, numa: bool) -> None:
+    def __init__(self, sim: PreemptingSimulation, numa: bool) -> None:
         self.sim = sim
         self.numa = numa
         self.nominations: dict[int, Nomination] = {}

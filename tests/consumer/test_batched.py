@@ -107,7 +107,10 @@ class World:
         table = mirror.table
         for name in names:
             lookup = self.cache.get(name)
-            view, fresh = table.tokens[table.index[name]]
+            # A name the cache does not track reads the row all such names share.
+            row = table.index.get(name, mirror.untracked_row)
+            assert row is not None, name
+            view, fresh = table.tokens[row]
             assert view is lookup.view and fresh == lookup.fresh, name
 
 
@@ -278,3 +281,28 @@ def test_a_request_takes_the_cache_s_lock_a_fixed_number_of_times_whatever_the_n
         taken.append(lock.taken)
     # filter: the snapshot and the bookkeeping; score: the snapshot (and the reserve cache's score views)
     assert taken[0] == taken[1] == (4 if mode == "overreserve-history" else 3)
+
+
+@pytest.mark.parametrize("mode", sorted(SETTINGS))
+def test_names_the_cache_never_heard_of_share_one_row_until_they_turn_tracked(mode: str) -> None:
+    """Issue #26, item 1: a million made-up names once added a million rows for good. Names
+    the cache does not track map to one shared row and decide as a node without NRT (the
+    per-node path is the reference); a name turning tracked gets its own row at once."""
+    batched = World(SETTINGS[mode](), per_node=False)
+    per_node = World(SETTINGS[mode](), per_node=True)
+    rng = random.Random(5)
+    for world in (batched, per_node):
+        for name in ("n1", "n2"):
+            world.store.apply(ADDED, an_nrt(random.Random(name), name, []))
+    ghosts = [f"ghost-{i}" for i in range(500)]
+    names = ["n1", *ghosts, "n2"]
+    pod = a_pod(rng, "p")
+    for k in range(3):
+        batched_names = names if k < 2 else [f"other-{i}" for i in range(500)]
+        assert batched.decide(pod, batched_names) == per_node.decide(pod, batched_names)
+    mirror = mirror_of(batched.cache)
+    assert mirror.table.size == 3  # n1, n2 and the row of every untracked name
+    for world in (batched, per_node):
+        world.store.apply(ADDED, an_nrt(random.Random("g"), "ghost-7", []))
+    assert batched.decide(pod, names) == per_node.decide(pod, names)
+    assert mirror.table.index["ghost-7"] == 3 and mirror.table.size == 4

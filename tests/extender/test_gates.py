@@ -8,7 +8,8 @@ from typing import Any
 
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.store import NRTStore
-from rte.extender.service import ExtenderService, Gates, LeaderGate
+from rte.extender.gates import Gates, LeaderGate
+from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
 
 

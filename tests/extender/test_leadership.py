@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,6 +26,11 @@ from tests.helpers.waiting import wait_for
 NAMESPACE = "rte-scheduler"
 APP = {"cpu": 4, "memory": 4 * GI}
 Start = Callable[..., ExtenderApp]
+FAST = {
+    "leader_elect_lease_duration": "1500ms",
+    "leader_elect_renew_deadline": "1s",
+    "leader_elect_retry_period": "200ms",
+}
 
 
 @pytest.fixture
@@ -40,12 +46,9 @@ def start(fake_apiserver: FakeApiServer) -> Iterator[Start]:
             leader_elect=True,
             leader_elect_identity=identity,
             leader_elect_lease_namespace=NAMESPACE,
-            leader_elect_lease_duration="1500ms",
-            leader_elect_renew_deadline="1s",
-            leader_elect_retry_period="200ms",
             leader_elect_service="rte-extender",
             leader_elect_advertise_address="127.0.0.1",
-            **flags,
+            **{**FAST, **flags},
         )
         app = ExtenderApp(settings, api_client=fake_apiserver.api_client(), state_max_age=0).start()
         apps.append(app)
@@ -172,3 +175,52 @@ def test_a_new_leader_trusts_a_node_only_once_a_fingerprint_confirms_what_the_ol
         return filter_on(standby, "solo")[1]["NodeNames"] == ["solo"]
 
     wait_for(confirmed, 10, "the fingerprint match")
+
+
+SLOW = {
+    "leader_elect_lease_duration": "60s",
+    "leader_elect_renew_deadline": "40s",
+    "leader_elect_retry_period": "20s",
+}
+"""A fencing gap of 20 s and a standby that looks every 20-44 s: what this test waits for
+(10 s at most) can only come from the hand-off, not from either delay running out."""
+
+
+def test_a_stopping_leader_hands_over_once_the_pods_it_answered_are_bound(
+    start: Start, fake_apiserver: FakeApiServer, objects: Any, kube_api_client: Any
+) -> None:
+    """Issue #26, item 11: on SIGTERM the leader waited out the whole fencing gap before giving
+    the Lease up, and the standby noticed at its next retry. Now the Lease is released as soon
+    as every pod the leader let through is seen bound (the guarantee the gap stood for), and
+    the standby, watching the Lease, takes it at once."""
+    solo = nrt("solo", [{"cpu": 8, "memory": 8 * GI}])
+    objects.create_cluster_custom_object("topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", solo)
+    a = start("a", **SLOW)
+    leader = wait_for(lambda: serving(a), 15, "a to lead")
+    b = start("b", **SLOW)
+    standby = b.leadership
+    assert standby is not None
+    wait_for(lambda: b.service.ready() and standby.elector.holder == "a", 15, "b to see a lead")
+    core = client.CoreV1Api(kube_api_client)
+    manifest = pod("placed", APP, phase="Pending")
+    core.create_namespaced_pod("default", manifest)
+    status, result, _ = call(leader, "POST", "/filter", {"Pod": manifest, "NodeNames": ["solo"]})
+    assert status == 200 and result["NodeNames"] == ["solo"]
+
+    assert leader.leadership is not None
+    stopping = threading.Thread(target=leader.leadership.stop)
+    stopping.start()
+    wait_for(lambda: filter_on(leader, "solo")[0] == 503, 10, "the leader to stop answering")
+    leases = client.CoordinationV1Api(kube_api_client)
+
+    def draining() -> bool:  # still held by a, marked as being given up
+        spec = leases.read_namespaced_lease("rte-extender", NAMESPACE).spec
+        return bool(spec.holder_identity == "a" and spec.lease_duration_seconds == 1)
+
+    wait_for(draining, 10, "the Lease to be marked draining")
+    assert stopping.is_alive()  # the pod it let through is not bound yet
+    core.patch_namespaced_pod("placed", "default", {"spec": {"nodeName": "solo"}})  # the scheduler binds
+    stopping.join(10)
+    assert not stopping.is_alive(), "the Lease was not handed over once the pod was bound"
+    wait_for(lambda: serving(b), 10, "the standby to take the released Lease")
+    assert filter_on(b, "solo")[0] == 200

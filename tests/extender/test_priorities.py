@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rte.consumer import kept
+from rte.extender import priorities
 from rte.extender.priorities import PriorityEncoder
 from rte.extender.wire import host_priorities
 from rte.yamlfile import encode_json
@@ -78,3 +82,18 @@ def test_an_answer_is_remembered_per_list_for_the_same_scores_and_only_for_them(
         if previous is not None and (scores == previous).all():
             assert answer is last
         previous, last = scores, answer
+
+
+def test_a_list_too_long_to_remember_is_encoded_in_parts_and_kept_nowhere(monkeypatch: Any) -> None:
+    """Issue #26, item 1: a list over the per-list budget builds no whole template and enters
+    no memo; its answer is still the plain encoding."""
+    monkeypatch.setattr(kept, "LIST_BYTES_KEPT", 1000)
+    monkeypatch.setattr(priorities, "PART", 7)
+    encoder = PriorityEncoder()
+    names = tuple(f"ghost-{i}" for i in range(40))
+    scores = np.arange(40, dtype=np.int64) * 3
+    assert encoder.encode(names, scores) == _plain(names, scores)
+    assert len(encoder._templates) == len(encoder._by_id) == len(encoder._answers) == 0
+    short = names[:3]
+    assert encoder.encode(short, scores[:3]) == _plain(short, scores[:3])
+    assert len(encoder._templates) == 1  # a list within the budget is remembered as before

@@ -124,7 +124,8 @@ def test_without_warming_the_first_request_would_build_every_row(rows_built: lis
     """The control: a service whose NRTs are marked synced directly builds on first use."""
     from rte.consumer.cache.selection import make_cache
     from rte.consumer.store import NRTStore
-    from rte.extender.service import ExtenderService, Gates
+    from rte.extender.gates import Gates
+    from rte.extender.service import ExtenderService
     from rte.extender.wire import ExtenderArgs
 
     settings = extender_settings(cache_resync_period="5s", scheduler_profiles=[PROFILE])

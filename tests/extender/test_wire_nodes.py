@@ -5,10 +5,14 @@ which the kernel's dedupe and the mirror's row memo rely on."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rte.consumer import kept
+from rte.extender import wirenodes
 from rte.extender.wire import _decode_fast, _decode_whole, filter_result
 from rte.extender.wirenodes import Recent
 from rte.yamlfile import encode_json
@@ -186,3 +190,25 @@ def test_a_list_not_in_kept_order_is_decoded_itself() -> None:
     assert [(n.name, n.allocatable) for n in swapped.nodes] == [("c", {"memory"}), ("a", {"cpu"})]
     assert changed is not None and changed.nodes is not None
     assert [(n.name, n.allocatable) for n in changed.nodes] == [("a", {"cpu"}), ("b", {"cpu"})]
+
+
+def test_recent_keeps_values_within_their_byte_budget() -> None:
+    """Issue #26, item 1: the request memos weigh what they keep, not only count it."""
+    recent = Recent(4, total=100, each=60)
+    recent.keep([b"big"], "big", 61)  # over one value's budget: not kept
+    assert recent.get([b"big"]) is None
+    recent.keep([b"a"], "a", 50)
+    recent.keep([b"b"], "b", 40)
+    recent.keep([b"c"], "c", 30)  # 120 together: the oldest goes
+    assert (recent.get([b"a"]), recent.get([b"b"]), recent.get([b"c"])) == (None, "b", "c")
+
+
+def test_a_names_list_too_long_is_decoded_but_not_remembered(monkeypatch: Any) -> None:
+    monkeypatch.setattr(kept, "LIST_BYTES_KEPT", 200)
+    long = orjson.dumps([f"ghost-{i}" for i in range(50)])
+    first = wirenodes.decode_names(long)
+    assert first is not None and len(first) == 50
+    assert long not in wirenodes._NAME_LISTS.values
+    assert wirenodes.decode_names(long) is not first  # decoded again: nothing was kept
+    short = orjson.dumps(["a", "b"])
+    assert wirenodes.decode_names(short) is wirenodes.decode_names(short)

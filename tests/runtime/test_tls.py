@@ -19,7 +19,7 @@ import pytest
 from rte.errors import ConfigError
 from rte.runtime.httpserver import HttpServer, Limits
 from rte.runtime.httpwire import HttpRequest, Response, json_response
-from rte.runtime.tls import ServerTls, TlsFiles
+from rte.runtime.tls import FailureLog, ServerTls, TlsFiles
 from tests.helpers.tlscerts import Pem, Pki, make_pki
 from tests.helpers.waiting import wait_for
 
@@ -204,3 +204,55 @@ def test_unusable_files_at_start_are_one_line_naming_the_file(pki: Pki, tmp_path
         ServerTls(TlsFiles(pki.server.cert, pki.stranger.key, pki.ca.path))
     with pytest.raises(ConfigError, match=r"missing\.crt"):
         ServerTls(TlsFiles(tmp_path / "missing.crt", pki.server.key, pki.ca.path))
+
+
+def test_failed_handshakes_are_logged_at_most_one_line_per_interval(
+    serve: Serve, pki: Pki, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #26, item 10: a client without a certificate reconnecting in a loop made one INFO
+    line per connection. Now the first failure is logged, the next ones only counted."""
+    server = serve()
+
+    def refused() -> int:
+        return server.tls_failures.total
+
+    with caplog.at_level(logging.INFO, logger="rte.runtime.tls"):
+        for k in range(1, 6):
+            with pytest.raises(REFUSED):
+                call(server, client_context(pki, None))
+            wait_for(lambda k=k: refused() >= k, timeout=10.0, what=f"refused handshake {k}")  # type: ignore[misc]
+    lines = [r.getMessage() for r in caplog.records if "handshake" in r.getMessage()]
+    assert len(lines) == 1 and refused() == 5
+
+
+def test_the_failure_log_says_how_many_failures_it_did_not_log(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    failures = FailureLog(interval=60.0, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="rte.runtime.tls"):
+        for second in (0.0, 1.0, 2.0, 59.0, 61.0, 62.0, 200.0):
+            now[0] = second
+            failures.failed("10.0.0.1:4000", "PEER_DID_NOT_RETURN_A_CERTIFICATE")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3 and failures.total == 7
+    assert lines[0].endswith("PEER_DID_NOT_RETURN_A_CERTIFICATE")
+    assert "(and 3 more failed handshakes since the last line)" in lines[1]  # 1.0, 2.0, 59.0
+    assert "(and 1 more failed handshakes since the last line)" in lines[2]  # 62.0
+
+
+def test_tls_1_2_offers_aead_suites_only(pki: Pki) -> None:
+    """Issue #26, item 10: OpenSSL's default list offered CBC suites under TLS 1.2."""
+    context = ServerTls(TlsFiles(pki.server.cert, pki.server.key, pki.ca.path)).context()
+    tls12 = [c for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"]
+    assert tls12 and all(c["aead"] for c in tls12), [c["name"] for c in tls12 if not c["aead"]]
+
+
+def test_a_tls_1_2_client_offering_only_cbc_suites_is_refused(serve: Serve, pki: Pki) -> None:
+    server = serve()
+    cbc = client_context(pki, pki.client)
+    cbc.maximum_version = ssl.TLSVersion.TLSv1_2
+    cbc.set_ciphers("ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA384")  # what OpenSSL offered
+    with pytest.raises(REFUSED):
+        call(server, cbc)
+    aead = client_context(pki, pki.client)
+    aead.maximum_version = ssl.TLSVersion.TLSv1_2
+    assert call(server, aead) == 200  # TLS 1.2 with the default (AEAD-first) offer still works

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rte.consumer.cache.interface import Clock, Cursor, Lookup, Select, Snapshot
@@ -129,7 +129,24 @@ class BatchedLookups:
                 self._mark(node, now)
             return [self._reason(node, now) for node in unfresh]
 
+    def tracked(self, nodes: Sequence[str]) -> list[bool]:
+        """:meth:`~.interface.TrackingCache.tracked`: the store's nodes (an NRT or a heartbeat)
+        and those the cache keeps state of (:meth:`_own_nodes`); any other name gets the answer
+        of a node without NRT nor heartbeat, which depends on the configuration alone.
+        Called from a ``select`` of :meth:`lookup_changed`, so under the cache's lock already."""
+        # A heartbeat changes an answer only under the staleness rule, and only then is it
+        # reported as a change (:meth:`_aged`).
+        known = self._store.known(nodes, heartbeats=heartbeat_rule_on(self._config))
+        own = self._own_nodes()
+        if own:
+            known = [k or node in own for k, node in zip(known, nodes, strict=True)]
+        return known
+
     # --- hooks ---------------------------------------------------------------------------------
+
+    def _own_nodes(self) -> Container[str]:
+        """The nodes the cache keeps state of (reservations, foreign pods, marks), if any."""
+        return ()
 
     def _volatile(self, now: float) -> bool:
         """Whether answers may change with ``now`` alone in a way :meth:`_aged` does not track."""

@@ -10,6 +10,7 @@ no fingerprint.
 from __future__ import annotations
 
 import time
+from collections.abc import Container
 from typing import Any
 
 from rte.consumer.cache.interface import NOT_FRESH, Clock, Lookup
@@ -54,6 +55,9 @@ class DiscardReservedCache(PassthroughCache):
 
     def post_bind(self, node: str, pod: Pod) -> None:
         self.unreserve(node, pod)
+
+    def _own_nodes(self) -> Container[str]:
+        return self._reserved
 
     def _reason(self, node: str, now: float) -> str:
         if self._reserved.get(node):

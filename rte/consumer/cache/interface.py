@@ -122,6 +122,20 @@ class BatchedCache(Protocol):
 
 
 @runtime_checkable
+class TrackingCache(Protocol):
+    """A cache that tells the nodes it knows from names it never heard of: it answers every one
+    of the latter alike, so a front end need not keep anything per such name (a client may send
+    millions of them: :mod:`rte.consumer.kernel.mirror`)."""
+
+    def tracked(self, nodes: Sequence[str]) -> list[bool]:
+        """Per node: whether its answer may differ from that of a name the cache never heard
+        of. Call it only from the ``select`` of :meth:`BatchedCache.lookup_changed` (the cache's
+        lock held; it takes none of its own), so that the answer agrees with the changes
+        reported: a node turning tracked is reported as changed by the next call."""
+        ...
+
+
+@runtime_checkable
 class ScoreViewsCache(Protocol):
     """A cache whose Score may rate other views than Filter decides on: the reserve cache's best
     estimates (:mod:`rte.consumer.cache.estimate`). A cache without it scores what it serves."""

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import replace
 
 from rte.consumer.cache import reconcile
@@ -392,6 +392,9 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
 
     def _in_startup(self, now: float) -> bool:
         return self._config.startup_grace > 0 and now < self._started_at + self._config.startup_grace
+
+    def _own_nodes(self) -> Container[str]:
+        return self._nodes
 
     def _blocked_at_startup(self, st: NodeState, now: float) -> bool:
         return st.unverified and self._in_startup(now)

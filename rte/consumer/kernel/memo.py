@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from rte.consumer.kept import CANDIDATES_KEPT
 from rte.consumer.kernel.decide import Filtered, filter_rows, score_rows, scored_after
 from rte.consumer.kernel.fastpath import put_at
 from rte.consumer.kernel.table import Ints, NodeTable
@@ -30,6 +31,14 @@ from rte.consumer.score import ScoringStrategy
 
 _Rows = Sequence[int] | Ints | None
 _Entry = TypeVar("_Entry")
+
+
+def _keepable(rows: _Rows) -> bool:
+    """Whether a decision on ``rows`` may be kept: not over :data:`~rte.consumer.kept.CANDIDATES_KEPT`
+    candidates (a decision holds some 64 bytes per candidate; a client sending lists of a million
+    names would otherwise make each entry tens of megabytes). ``None``, the whole table, is the
+    tracked nodes: bounded by the cluster."""
+    return rows is None or len(rows) <= CANDIDATES_KEPT
 
 
 class DecisionMemo:
@@ -74,7 +83,8 @@ class DecisionMemo:
                     )
                 break
         f = (filter_rows(prep, table, rows, None) if patched is None else patched).frozen()
-        self._keep(entries, (token, rows, generation, f))
+        if _keepable(rows):
+            self._keep(entries, (token, rows, generation, f))
         return f
 
     def scored(
@@ -108,7 +118,8 @@ class DecisionMemo:
         if scores is None:
             scores = scored_after(prep, strategy, table, f, failed)
         scores.flags.writeable = False
-        self._keep(entries, (token, rows, generation, scores))
+        if _keepable(rows):
+            self._keep(entries, (token, rows, generation, scores))
         return scores
 
     def _keep(self, entries: list[_Entry], entry: _Entry) -> None:

@@ -240,6 +240,16 @@ class NodeTable:
         row = self.index.get(name)
         if row is not None:
             return row
+        row = self._add(name)
+        self.index[name] = row
+        return row
+
+    def unindexed_row(self, label: str) -> int:
+        """A new row (without a view) that no name maps to: one row standing for many names
+        (:mod:`rte.consumer.kernel.mirror`'s untracked names); ``label`` is its :attr:`names` entry."""
+        return self._add(label)
+
+    def _add(self, name: str) -> int:
         row = self.size
         self._written(None)
         if row == self.capacity:
@@ -247,7 +257,6 @@ class NodeTable:
             # 20 000 nodes when doubled; resizes stay amortised O(1) per row.
             self._resize(self.capacity + max(self.capacity // 4, 1), self.width)
         self.size += 1
-        self.index[name] = row
         self.names.append(name)
         self.views.append(None)
         self.allocatable.append(None)
