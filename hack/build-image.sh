@@ -14,7 +14,10 @@
 # Usage: hack/build-image.sh [--output FILE]
 #   --output FILE   also write the image as an OCI archive (e.g. for `skopeo copy
 #                   oci-archive:FILE docker://registry/rte:TAG`)
-# Needs root (or user namespaces for mmdebstrap and buildah) and: apt-get install -y buildah mmdebstrap
+# Also builds localhost/rte-kubelet-state (deploy/kubelet-state-copier: one static Go program,
+# FROM scratch) for the DaemonSet's kubelet-state container.
+# Needs root (or user namespaces for mmdebstrap and buildah) and:
+#   apt-get install -y buildah mmdebstrap golang-go
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,9 +30,9 @@ while (($#)); do
   esac
 done
 
-for tool in buildah mmdebstrap; do
+for tool in buildah mmdebstrap go; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "build-image: $tool is missing; install it with: apt-get install -y buildah mmdebstrap" >&2
+    echo "build-image: $tool is missing; install it with: apt-get install -y buildah mmdebstrap golang-go" >&2
     exit 1
   fi
 done
@@ -108,6 +111,27 @@ print(len(devices), "PCI devices via pyudev/libudev; grpc", grpc.__version__)
 '
 step "in the image: /sys is mounted read-only"
 in_image python3 -c 'import os, sys; sys.exit(0 if os.statvfs("/sys").f_flag & os.ST_RDONLY else "/sys is writable")'
+
+# 5. The kubelet-state container's image: the static copier alone, FROM scratch (no shell).
+copier_image="localhost/rte-kubelet-state:$version"
+step "go build + buildah bud $copier_image"
+mkdir -p "$work/copier"
+(cd "$repo/deploy/kubelet-state-copier" \
+  && CGO_ENABLED=0 GOOS=linux GOTOOLCHAIN=local go build -trimpath -ldflags=-s -o "$work/copier/kubelet-state-copier" .)
+buildah "${storage[@]}" bud --quiet --isolation chroot --pull=never --layers=false \
+  -f "$repo/deploy/kubelet-state-copier/Containerfile" -t "$copier_image" "$work/copier" >/dev/null
+copier_ctr="$(buildah "${storage[@]}" from --pull-never "$copier_image")"
+containers+=("$copier_ctr")
+step "in $copier_image: the copier and nothing else"
+listing="$(cd "$(buildah "${storage[@]}" mount "$copier_ctr")" && find . -mindepth 1 | sort | tr '\n' ' ')"
+if [[ "$listing" != "./kubelet-state-copier " ]]; then
+  echo "build-image: $copier_image holds more than the copier: $listing" >&2
+  exit 1
+fi
+if buildah "${storage[@]}" run --isolation chroot "$copier_ctr" -- /bin/sh -c true 2>/dev/null; then
+  echo "build-image: $copier_image has a shell" >&2
+  exit 1
+fi
 
 size="$(buildah "${storage[@]}" images --format '{{.Size}}' "$image")"
 echo "== $image: $size (base localhost/rte-base:$suite from mmdebstrap), built in $((SECONDS - start))s"

@@ -34,16 +34,18 @@ def run_with_path(tmp_path: Path, *tools: str) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.parametrize(
-    "present", [(), ("buildah",), ("mmdebstrap",)], ids=["none", "no-mmdebstrap", "no-buildah"]
+    ("present", "missing"),
+    [((), "buildah"), (("buildah",), "mmdebstrap"), (("buildah", "mmdebstrap"), "go")],
+    ids=["none", "no-mmdebstrap", "no-go"],
 )
 def test_a_missing_tool_fails_with_one_line_naming_it_and_the_install_command(
-    tmp_path: Path, present: tuple[str, ...]
+    tmp_path: Path, present: tuple[str, ...], missing: str
 ) -> None:
     result = run_with_path(tmp_path, "dirname", *present)
     assert result.returncode == 1
-    missing = "mmdebstrap" if "buildah" in present else "buildah"
     assert result.stderr == (
-        f"build-image: {missing} is missing; install it with: apt-get install -y buildah mmdebstrap\n"
+        f"build-image: {missing} is missing; install it with: "
+        "apt-get install -y buildah mmdebstrap golang-go\n"
     )
     assert result.stdout == ""
 
