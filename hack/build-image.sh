@@ -14,7 +14,7 @@
 # Usage: hack/build-image.sh [--output FILE]
 #   --output FILE   also write the image as an OCI archive (e.g. for `skopeo copy
 #                   oci-archive:FILE docker://registry/rte:TAG`)
-# Also builds localhost/rte-kubelet-state (deploy/kubelet-state-copier: one static Go program,
+# Also builds localhost/rte:<version>-kubelet-state (deploy/kubelet-state-copier: one static Go program,
 # FROM scratch) for the DaemonSet's kubelet-state container.
 # Needs root (or user namespaces for mmdebstrap and buildah) and:
 #   apt-get install -y buildah mmdebstrap golang-go
@@ -113,7 +113,7 @@ step "in the image: /sys is mounted read-only"
 in_image python3 -c 'import os, sys; sys.exit(0 if os.statvfs("/sys").f_flag & os.ST_RDONLY else "/sys is writable")'
 
 # 5. The kubelet-state container's image: the static copier alone, FROM scratch (no shell).
-copier_image="localhost/rte-kubelet-state:$version"
+copier_image="localhost/rte:$version-kubelet-state"
 step "go build + buildah bud $copier_image"
 mkdir -p "$work/copier"
 (cd "$repo/deploy/kubelet-state-copier" \

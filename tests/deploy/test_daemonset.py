@@ -191,7 +191,6 @@ def kubelet_write(path: Path, data: str) -> None:
 
 
 COPIER_SOURCE = REPO / "deploy" / "kubelet-state-copier"
-COPIER_IMAGE = "localhost/rte-kubelet-state"
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +312,7 @@ def test_the_container_that_mounts_the_kubelet_root_has_only_the_copier_to_run()
     """No shell, no tools, no interpreter: its image is FROM scratch with one static program,
     which is its command and takes no arguments (pods/exec can run only what the image holds)."""
     loop = container("kubelet-state")
-    assert loop["image"].rsplit(":", 1)[0] == COPIER_IMAGE
+    assert loop["image"] == container("agent")["image"] + "-kubelet-state"
     assert loop["command"] == ["/kubelet-state-copier"] and "args" not in loop
     instructions = [
         line.split()
