@@ -264,8 +264,9 @@ def admit(
     """The policy's verdict: True (allowed), False (denied) or None (the policy does not apply)."""
     import celpy
 
-    policy = one(manifest, "ValidatingAdmissionPolicy")
-    binding = one(manifest, "ValidatingAdmissionPolicyBinding")
+    policy_name = "rte-agent-own-node-only" if manifest == "admission-policy.yaml" else None
+    policy = one(manifest, "ValidatingAdmissionPolicy", policy_name)
+    binding = one(manifest, "ValidatingAdmissionPolicyBinding", policy_name)
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     rules = policy["spec"]["matchConstraints"]["resourceRules"]
@@ -417,3 +418,47 @@ def test_the_extenders_role_names_what_the_policy_allows() -> None:
     role = one("scheduler-extender.yaml", "Role", "rte-extender-leader")
     named = {name for rule in role["rules"] for name in rule.get("resourceNames", [])}
     assert named == {"rte-extender", "rte-extender-leader"}
+
+
+def admit_pod(
+    username: str, *, subresource: str = "", owners: list[dict[str, Any]] | None = None
+) -> bool | None:
+    """Verdict of rte-agent-namespace-pods on a pod CREATE (or an ephemeral container UPDATE) in
+    a namespace labelled as deploy/base/agent labels namespace rte."""
+    import celpy
+
+    policy = one("admission-policy.yaml", "ValidatingAdmissionPolicy", "rte-agent-namespace-pods")
+    namespace = one("daemonset.yaml", "Namespace")
+    selector = policy["spec"]["matchConstraints"]["namespaceSelector"]["matchLabels"]
+    if not selector.items() <= namespace["metadata"]["labels"].items():
+        return None
+    obj: dict[str, Any] = {"metadata": {"name": "p", **({"ownerReferences": owners} if owners else {})}}
+    request = {
+        "operation": "UPDATE" if subresource else "CREATE",
+        "subResource": subresource,
+        "namespace": namespace["metadata"]["name"],
+        "userInfo": {"username": username},
+    }
+    activation: dict[str, Any] = {"request": celpy.json_to_cel(request), "object": celpy.json_to_cel(obj)}
+    verdicts = [cel(v["expression"], activation) for v in policy["spec"]["validations"]]
+    return all(isinstance(v, celpy.celtypes.BoolType) and bool(v) for v in verdicts)
+
+
+DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
+OWNED = [{"kind": "DaemonSet", "name": "rte-agent", "uid": "u", "controller": True}]
+
+
+def test_only_the_agents_daemonset_creates_pods_in_the_privileged_namespace() -> None:
+    """Namespace rte must be `privileged` for the agent's host mounts; the policy keeps everyone
+    else from using that to run a privileged pod there."""
+    assert admit_pod(DS_CONTROLLER, owners=OWNED) is True
+    assert admit_pod("system:kube-controller-manager", owners=OWNED) is True
+    assert admit_pod("alice", owners=OWNED) is False
+    assert admit_pod(DS_CONTROLLER) is False
+    other = [{"kind": "DaemonSet", "name": "miner", "uid": "u", "controller": True}]
+    assert admit_pod(DS_CONTROLLER, owners=other) is False
+
+
+def test_no_debug_container_joins_the_agents_pod() -> None:
+    assert admit_pod(DS_CONTROLLER, subresource="ephemeralcontainers") is False
+    assert admit_pod("alice", subresource="ephemeralcontainers") is False
