@@ -125,6 +125,9 @@ class AgentSettings:
     """Which pods the fingerprint covers."""
     pod_watch: bool = field(default=True, metadata=setting(BOOL))
     """Watch the pods bound to this node so the fingerprint follows the scheduler's spec rule."""
+    pod_watch_as_node: bool = field(default=False, metadata=setting(BOOL))
+    """List and watch those pods as the node itself (constrained impersonation, Kubernetes 1.36+):
+    the agent's token then needs no right to read pods (deploy/components/pods-as-node)."""
     informer_mode: InformerMode = field(
         default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
     )

@@ -217,3 +217,41 @@ def test_every_rte_pod_has_a_network_policy() -> None:
                 and p["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
                 for p in policies
             ), d["metadata"]["name"]
+
+
+# -- least privilege for the pod watch (#26.5) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_agents_token_reads_no_pod_and_it_watches_its_pods_as_its_node(overlay: str) -> None:
+    docs = rendered(overlay)
+    agent_rules = find(docs, "ClusterRole", "rte-agent")["rules"]
+    assert all("pods" not in rule["resources"] for rule in agent_rules)
+    assert {r for rule in agent_rules for r in rule["resources"]} == {
+        "noderesourcetopologies",
+        "nodes",
+        "customresourcedefinitions",
+    }
+    as_node = find(docs, "ClusterRole", "rte-agent-as-node")["rules"]
+    assert as_node == [
+        {
+            "apiGroups": ["authentication.k8s.io"],
+            "resources": ["nodes"],
+            "verbs": ["impersonate:associated-node"],
+        },
+        {
+            "apiGroups": [""],
+            "resources": ["pods"],
+            "verbs": ["impersonate-on:associated-node:list", "impersonate-on:associated-node:watch"],
+        },
+    ]
+    binding = find(docs, "ClusterRoleBinding", "rte-agent-as-node")
+    assert binding["subjects"] == find(docs, "ClusterRoleBinding", "rte-agent")["subjects"]
+    daemonset = find(docs, "DaemonSet", "rte-agent")
+    (agent,) = [c for c in daemonset["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
+    env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
+    assert env["RTE_POD_WATCH_AS_NODE"] == "true"
+    from rte.agent.settings import load_settings
+
+    settings = load_settings(env={**env, "NODE_NAME": "worker-1"}, flags={})
+    assert settings.pod_watch and settings.pod_watch_as_node
