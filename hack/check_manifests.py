@@ -12,7 +12,8 @@ structural schema of our own instead, as strict: only the fields of monitoring.c
 cert-manager.io/v1 that deploy/ uses or might plausibly use, with their types, and nothing else
 (a misspelt field is an error).
 
-Usage: ``python hack/check_manifests.py [FILE...]`` (default: deploy/*.yaml); exit status 1 and
+Usage: ``python hack/check_manifests.py [FILE...]`` (default: every manifest under deploy/, see
+manifests(); .ci/run also passes each overlay rendered by ``kubectl kustomize``); exit status 1 and
 one line per problem when anything is invalid.
 """
 
@@ -272,8 +273,16 @@ def problems(path: Path, versions: list[str]) -> list[str]:
     return out
 
 
+def manifests() -> list[Path]:
+    """The manifests under deploy/: the bases' files, not kustomization.yaml files (kustomize's
+    input, checked by rendering the overlays) nor the deploy/*.yaml links to the bases' files."""
+    return sorted(
+        p for p in (REPO / "deploy").rglob("*.yaml") if p.name != "kustomization.yaml" and not p.is_symlink()
+    )
+
+
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted((REPO / "deploy").glob("*.yaml"))
+    paths = [Path(a) for a in argv] or manifests()
     if not paths:
         print("check-manifests: no manifests found")
         return 1

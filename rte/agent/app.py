@@ -167,7 +167,9 @@ class _Cluster:
             OwnNrtWatch(self.api, s.node_name, publisher, on_nrt_changed) if s.nrt_watch else None
         )
         self.pod_watch = (
-            NodePodWatch(self.api, s.node_name, on_change=on_pods, on_rejected=on_rejected)
+            NodePodWatch(
+                self.api, s.node_name, on_change=on_pods, on_rejected=on_rejected, as_node=s.pod_watch_as_node
+            )
             if s.pod_watch
             else None
         )

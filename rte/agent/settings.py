@@ -137,6 +137,9 @@ class AgentSettings:
     nrt_watch: bool = field(default=True, metadata=setting(BOOL))
     """Watch this node's own NRT and repair a deletion or foreign edit at once (needs list and
     watch on noderesourcetopologies); off: the resync repairs it, within resync_interval."""
+    pod_watch_as_node: bool = field(default=False, metadata=setting(BOOL))
+    """List and watch those pods as the node itself (constrained impersonation, Kubernetes 1.36+):
+    the agent's token then needs no right to read pods (deploy/components/pods-as-node)."""
     informer_mode: InformerMode = field(
         default=InformerMode.DEDICATED, metadata=setting(CHOICE, enum=InformerMode)
     )

@@ -31,7 +31,7 @@ only its ``client`` and ``config`` parts (:mod:`rte.runtime.kubeimport`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -226,6 +226,7 @@ def raw_get(
     query: Sequence[tuple[str, str | int | bool]] = (),
     *,
     timeout: float | tuple[float, float] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Any:
     """GET ``path`` through ``api_client`` and return the undecoded urllib3 response.
 
@@ -241,7 +242,7 @@ def raw_get(
         method="GET",
         resource_path=path,
         query_params=params,
-        header_params={"Accept": "application/json"},
+        header_params={"Accept": "application/json", **(headers or {})},
         auth_settings=["BearerToken"],
     )
     response = api_client.call_api(*request, _request_timeout=timeout)
@@ -264,18 +265,22 @@ them) and the query parameters they stand for."""
 
 
 def raw_list_call(
-    api_client: Any, path: str, query: Sequence[tuple[str, str | int | bool]] = ()
+    api_client: Any,
+    path: str,
+    query: Sequence[tuple[str, str | int | bool]] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> Callable[..., Any]:
     """A ``list_*``-shaped callable (the client's list keywords, the raw response back) over a
     plain GET of ``path`` with ``query`` besides: what a reflector needs, without the generated
     API class of the resource. ``CoreV1Api`` alone is 20 MiB of resident memory and a second of
-    import (``python -m bench.bench_serve_start --client-import``)."""
+    import (``python -m bench.bench_serve_start --client-import``). ``headers`` go with every
+    request (the agent's impersonation of its own node: rte.agent.watch.podwatch)."""
 
     def call(**kwargs: Any) -> Any:
         params = [
             *query,
             *((_LIST_QUERY[k], v) for k, v in kwargs.items() if k in _LIST_QUERY and v is not None),
         ]
-        return raw_get(api_client, path, params, timeout=kwargs.get("_request_timeout"))
+        return raw_get(api_client, path, params, timeout=kwargs.get("_request_timeout"), headers=headers)
 
     return call

@@ -203,3 +203,71 @@ def test_a_pod_the_kubelet_refuses_over_alignment_is_reported_once_across_a_reli
         ("default/before-start", "TopologyAffinityError"),
         ("default/smt", "SMTAlignmentError"),
     ]
+
+
+# -- as the node itself (#26.5: no right to read pods for the agent's token) ----------------------
+
+
+@pytest.fixture
+def as_node_watch(api_client: Any) -> Iterator[NodePodWatch]:
+    w = NodePodWatch(api_client, NODE, backoff_base=0.01, backoff_cap=0.05, as_node=True)
+    yield w
+    w.stop()
+
+
+def test_as_the_node_it_lists_and_watches_the_pods_the_node_authorizer_allows(
+    fake_apiserver: FakeApiServer, as_node_watch: NodePodWatch
+) -> None:
+    """The double refuses an impersonated request unless it acts as system:node:<NODE> in group
+    system:nodes with fieldSelector spec.nodeName=<NODE> (rte/testing/apiserver/impersonation.py):
+    the watch syncing and following changes shows every list and watch carried exactly that."""
+    fake_apiserver.node_impersonation = True
+    fake_apiserver.add_pod("a", node_name=NODE, containers=GUARANTEED)
+    fake_apiserver.add_pod("other", node_name="worker-2")
+    as_node_watch.start()
+    assert as_node_watch.wait_synced(5)
+    wait_for(as_node_watch, ["default/a"])
+    assert fake_apiserver.wait_for_watches(1)
+    fake_apiserver.add_pod("b", node_name=NODE)
+    wait_for(as_node_watch, ["default/a", "default/b"])
+    assert fake_apiserver.count(resource="pods", code=403) == 0
+
+
+def test_as_the_node_on_a_cluster_without_constrained_impersonation_it_fails_and_retries(
+    fake_apiserver: FakeApiServer, as_node_watch: NodePodWatch
+) -> None:
+    """Impersonation refused (403): no pods, not synced, retried with backoff, never a crash."""
+    fake_apiserver.add_pod("a", node_name=NODE)
+    as_node_watch.start()
+    wait_until(lambda: as_node_watch.failures >= 2, what="two refused lists")
+    assert not as_node_watch.synced() and as_node_watch.pods() == {}
+    assert fake_apiserver.count(resource="pods", code=403) >= 2
+
+
+def test_the_double_refuses_another_nodes_pods_and_other_identities(api_client: Any) -> None:
+    from kubernetes.client.exceptions import ApiException
+    from rte.agent.watch.podwatch import node_identity_headers
+
+    from rte.runtime.kubeclient import raw_get
+
+    with FakeApiServer(node_impersonation=True) as server:
+        client = server.api_client()
+        try:
+            mine = [("fieldSelector", f"spec.nodeName={NODE}")]
+            raw_get(client, "/api/v1/pods", mine, headers=node_identity_headers(NODE)).read()
+            refused = [
+                ("/api/v1/pods", [("fieldSelector", "spec.nodeName=worker-2")], node_identity_headers(NODE)),
+                ("/api/v1/pods", [], node_identity_headers(NODE)),
+                ("/api/v1/pods", mine, {"Impersonate-User": f"system:node:{NODE}"}),
+                (
+                    "/api/v1/pods",
+                    mine,
+                    {"Impersonate-User": "system:admin", "Impersonate-Group": "system:nodes"},
+                ),
+            ]
+            for path, query, headers in refused:
+                with pytest.raises(ApiException) as e:
+                    raw_get(client, path, query, headers=headers)
+                assert e.value.status == 403, (query, headers)
+        finally:
+            client.close()

@@ -190,19 +190,37 @@ def kubelet_write(path: Path, data: str) -> None:
     os.replace(tmp, path)
 
 
+COPIER_SOURCE = REPO / "deploy" / "kubelet-state-copier"
+
+
+@pytest.fixture(scope="module")
+def copier(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The kubelet-state container's program, built from deploy/kubelet-state-copier with go."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("go is not installed here (.ci/run installs it)")
+    binary = tmp_path_factory.mktemp("copier") / "kubelet-state-copier"
+    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
+    subprocess.run(
+        [go, "build", "-trimpath", "-o", str(binary), "."],
+        cwd=COPIER_SOURCE,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return binary
+
+
 @pytest.fixture
-def copy_loop(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """The kubelet-state container's own script, run by sh against two temporary directories."""
+def copy_loop(copier: Path, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """The kubelet-state container's program, run against two temporary directories."""
     loop = container("kubelet-state")
-    assert loop["command"] == ["/bin/sh", "-c"]
-    (script,) = loop["args"]
+    assert loop["command"] == ["/kubelet-state-copier"] and "args" not in loop
     kubelet, state = tmp_path / "kubelet", tmp_path / "state"
     kubelet.mkdir()
     state.mkdir()
-    sh = shutil.which("sh")
-    assert sh is not None
-    env = {"PATH": os.environ["PATH"], "KUBELET_DIR": str(kubelet), "STATE_DIR": str(state)}
-    proc = subprocess.Popen([sh, "-c", script], env=env, stderr=subprocess.PIPE, text=True)
+    env = {"KUBELET_DIR": str(kubelet), "STATE_DIR": str(state)}
+    proc = subprocess.Popen([str(copier)], env=env, stderr=subprocess.PIPE, text=True)
     try:
         yield kubelet, state
     finally:
@@ -278,3 +296,65 @@ def test_the_agent_reads_both_checkpoints_the_copy_loop_provides(copy_loop: tupl
     assert read.cpu is not None and read.cpu.policy == "static"
     assert read.cpu.exclusive_cpus == frozenset({2, 4, 54, 56, 3, 5, 7, 9, 55, 57, 59, 61})
     assert read.memory is not None and sorted(read.memory.machine_state) == [0, 1]
+
+
+# -- what `kubectl exec` into the kubelet-state container yields (#26.2) --------------------------
+
+KUBELET_SECRETS = (
+    "pki/kubelet-client-current.pem",  # the kubelet's client certificate and key (kubeadm)
+    "kubeconfig",  # installer kubeconfigs at the top of the root dir
+    "bootstrap-kubeconfig",
+    "checkpoints/some-pod-container.tar",  # ContainerCheckpoint archives: process memory
+)
+
+
+def test_the_container_that_mounts_the_kubelet_root_has_only_the_copier_to_run() -> None:
+    """No shell, no tools, no interpreter: its image is FROM scratch with one static program,
+    which is its command and takes no arguments (pods/exec can run only what the image holds)."""
+    loop = container("kubelet-state")
+    assert loop["image"] == container("agent")["image"] + "-kubelet-state"
+    assert loop["command"] == ["/kubelet-state-copier"] and "args" not in loop
+    instructions = [
+        line.split()
+        for line in (COPIER_SOURCE / "Containerfile").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and not line.startswith(" ")
+    ]
+    assert [i for i in instructions if i[0] in {"FROM", "COPY", "ADD", "RUN"}] == [
+        ["FROM", "scratch"],
+        ["COPY", "kubelet-state-copier", "/kubelet-state-copier"],
+    ]
+    # Every other container that runs the Python image mounts none of the kubelet root.
+    for c in containers():
+        if c["name"] != "kubelet-state":
+            assert not visible(c, "/var/lib/kubelet/pki/kubelet-client-current.pem"), c["name"]
+
+
+def test_what_the_kubelet_state_container_can_read_is_the_three_checkpoints(
+    copier: Path, tmp_path: Path
+) -> None:
+    """The list the issue asks for: of a kubelet root holding credentials next to the
+    checkpoints, the copier copies the checkpoints and nothing else, and refuses arguments
+    (which is all `kubectl exec` could add)."""
+    kubelet, state = tmp_path / "kubelet", tmp_path / "state"
+    state.mkdir()
+    for name in (*KUBELET_SECRETS, "cpu_manager_state", "memory_manager_state", "dra_manager_state"):
+        (kubelet / name).parent.mkdir(parents=True, exist_ok=True)
+        (kubelet / name).write_text(f"content of {name}")
+    refused = subprocess.run([str(copier), str(kubelet / "pki")], capture_output=True, text=True, timeout=10)
+    assert refused.returncode == 2 and "takes no arguments" in refused.stderr
+    proc = subprocess.Popen([str(copier)], env={"KUBELET_DIR": str(kubelet), "STATE_DIR": str(state)})
+    try:
+        wait_until(lambda: len(list(state.iterdir())) == 3)
+        time.sleep(1.5)  # one more round
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(5) == 0
+    assert sorted(p.name for p in state.iterdir()) == [
+        "cpu_manager_state",
+        "dra_manager_state",
+        "memory_manager_state",
+    ]
+    # The kubelet's registration sockets and pod volumes are hidden from it as well.
+    loop = container("kubelet-state")
+    assert not visible(loop, f"{POD_VOLUMES}/uid/volumes/kubernetes.io~secret/token/token")
+    assert visible(loop, "/var/lib/kubelet/cpu_manager_state")

@@ -19,6 +19,7 @@ from tests.helpers.paths import DEPLOY
 
 MANIFEST = DEPLOY / "scheduler-extender.yaml"
 CERTIFICATES = DEPLOY / "scheduler-extender-certificates.yaml"
+SCHEDULER = DEPLOY / "base" / "scheduler" / "scheduler.yaml"
 NAMESPACE = "rte-scheduler"
 SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": "rte-extender", "namespace": NAMESPACE}
 POD_IP = "10.1.2.3"
@@ -50,7 +51,8 @@ def args() -> list[str]:
 
 
 def scheduler_config() -> dict[str, Any]:
-    config: dict[str, Any] = yaml.safe_load(one("ConfigMap")["data"]["scheduler-config.yaml"])
+    config_map = one("ConfigMap", path=SCHEDULER)
+    config: dict[str, Any] = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
     return config
 
 
@@ -111,8 +113,8 @@ def test_the_scheduler_config_calls_our_verbs_over_https_with_its_client_certifi
         "managedResources",
         "ignorable",
     }
-    assert (extender["filterVerb"], extender["prioritizeVerb"]) == ("filter", "prioritize")
-    assert extender["preemptVerb"] == "preempt"
+    verbs = (extender["filterVerb"], extender["prioritizeVerb"], extender["preemptVerb"])
+    assert verbs == ("filter", "prioritize", "preempt")
     assert "bindVerb" not in extender
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is False
     # kube-scheduler verifies the server only with a CA (without one, enableHTTPS means insecure).

@@ -13,7 +13,9 @@ from tests.helpers.paths import HACK
 SCRIPT = HACK / "build-image.sh"
 
 
-def run_with_path(tmp_path: Path, *tools: str) -> subprocess.CompletedProcess[str]:
+def run_with_path(
+    tmp_path: Path, *tools: str, args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     """The script with a PATH holding only ``tools`` (links to the real ones)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -25,7 +27,7 @@ def run_with_path(tmp_path: Path, *tools: str) -> subprocess.CompletedProcess[st
     bash = shutil.which("bash")
     assert bash is not None
     return subprocess.run(
-        [bash, str(SCRIPT)],
+        [bash, str(SCRIPT), *args],
         env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
         capture_output=True,
         text=True,
@@ -34,16 +36,18 @@ def run_with_path(tmp_path: Path, *tools: str) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.parametrize(
-    "present", [(), ("buildah",), ("mmdebstrap",)], ids=["none", "no-mmdebstrap", "no-buildah"]
+    ("present", "missing"),
+    [((), "buildah"), (("buildah",), "mmdebstrap"), (("buildah", "mmdebstrap"), "go")],
+    ids=["none", "no-mmdebstrap", "no-go"],
 )
 def test_a_missing_tool_fails_with_one_line_naming_it_and_the_install_command(
-    tmp_path: Path, present: tuple[str, ...]
+    tmp_path: Path, present: tuple[str, ...], missing: str
 ) -> None:
     result = run_with_path(tmp_path, "dirname", *present)
     assert result.returncode == 1
-    missing = "mmdebstrap" if "buildah" in present else "buildah"
     assert result.stderr == (
-        f"build-image: {missing} is missing; install it with: apt-get install -y buildah mmdebstrap\n"
+        f"build-image: {missing} is missing; install it with: "
+        "apt-get install -y buildah mmdebstrap golang-go\n"
     )
     assert result.stdout == ""
 
@@ -54,3 +58,9 @@ def test_an_unknown_argument_is_a_usage_error(tmp_path: Path) -> None:
     result = subprocess.run([bash, str(SCRIPT), "--push"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert result.stderr.startswith("build-image: unknown argument --push")
+
+
+def test_an_unknown_architecture_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_with_path(tmp_path, "dirname", "buildah", "mmdebstrap", "go", args=("--arch", "sparc64"))
+    assert result.returncode == 2
+    assert result.stderr == "build-image: unsupported architecture sparc64 (amd64, arm64)\n"

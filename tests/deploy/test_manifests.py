@@ -54,7 +54,7 @@ def container(name: str) -> dict[str, Any]:
 # -- schemas --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("manifest", sorted(p.name for p in DEPLOY.glob("*.yaml")))
+@pytest.mark.parametrize("manifest", [str(p.relative_to(DEPLOY)) for p in _check_manifests.manifests()])
 def test_every_manifest_validates_strictly_against_the_kubernetes_schemas(manifest: str) -> None:
     assert problems(DEPLOY / manifest, [OLDEST, "1.37.0"]) == []
 
@@ -259,12 +259,14 @@ def admit(
     node_uid: str | None = WORKER_1_UID,
     namespace: str = "",
     owners: list[dict[str, str]] | None = None,
+    manifest: str = "admission-policy.yaml",
 ) -> bool | None:
     """The policy's verdict: True (allowed), False (denied) or None (the policy does not apply)."""
     import celpy
 
-    policy = one("admission-policy.yaml", "ValidatingAdmissionPolicy")
-    binding = one("admission-policy.yaml", "ValidatingAdmissionPolicyBinding")
+    policy_name = "rte-agent-own-node-only" if manifest == "admission-policy.yaml" else None
+    policy = one(manifest, "ValidatingAdmissionPolicy", policy_name)
+    binding = one(manifest, "ValidatingAdmissionPolicyBinding", policy_name)
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     rules = policy["spec"]["matchConstraints"]["resourceRules"]
@@ -346,3 +348,117 @@ def test_a_token_without_a_node_name_is_refused() -> None:
 
 def test_other_users_are_not_judged_by_the_policy() -> None:
     assert admit("UPDATE", "noderesourcetopologies", "worker-2", username="system:admin", node=None) is None
+
+
+# -- policy edges (#26.9) -------------------------------------------------------------------------
+
+
+def test_the_agent_policy_applies_in_whichever_namespace_the_agent_is_installed() -> None:
+    """Installed in namespace `numa` (kustomize's namespace: leaves CEL alone), the agent is still
+    held to its own node, and its Leases to its own namespace."""
+    moved = "system:serviceaccount:numa:rte-agent"
+    assert admit("UPDATE", "noderesourcetopologies", "worker-2", username=moved) is False
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", username=moved) is True
+    assert admit("UPDATE", "leases", "worker-1", username=moved, namespace="numa") is True
+    assert admit("UPDATE", "leases", "worker-1", username=moved, namespace="rte") is False
+    assert admit("UPDATE", "leases", "worker-2", username=moved, namespace="numa") is False
+
+
+@pytest.mark.parametrize("kind", ["node", "NODE", "nOdE"])
+def test_an_owner_kind_spelled_in_another_case_is_still_checked(kind: str) -> None:
+    stale = [{"kind": kind, "name": "worker-2", "uid": "0d1e2f3a-0000-4000-8000-222222222222"}]
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=stale) is False
+    live = [{"kind": kind, "name": "worker-1", "uid": WORKER_1_UID}]
+    assert admit("UPDATE", "noderesourcetopologies", "worker-1", owners=live) is True
+
+
+EXTENDER = "system:serviceaccount:rte-scheduler:rte-extender"
+
+
+def extender_admit(operation: str, resource: str, name: str, namespace: str = "rte-scheduler") -> bool | None:
+    return admit(
+        operation,
+        resource,
+        name,
+        username=EXTENDER,
+        node=None,
+        node_uid=None,
+        namespace=namespace,
+        manifest="base/extender/extender-admission-policy.yaml",
+    )
+
+
+def test_the_extender_may_write_its_own_lease_and_endpointslice() -> None:
+    for operation in ("CREATE", "UPDATE"):
+        assert extender_admit(operation, "leases", "rte-extender") is True
+        assert extender_admit(operation, "endpointslices", "rte-extender-leader") is True
+
+
+def test_the_extender_may_not_create_the_schedulers_lease_or_other_objects() -> None:
+    """RBAC grants it create on every Lease and EndpointSlice in its namespace; the policy
+    keeps it off the NUMA-aware scheduler's leader Lease and any other name or namespace."""
+    assert extender_admit("CREATE", "leases", "topo-aware-scheduler") is False
+    assert extender_admit("CREATE", "endpointslices", "rte-extender-abcde") is False
+    assert extender_admit("CREATE", "leases", "rte-extender", namespace="kube-system") is False
+    assert extender_admit("DELETE", "leases", "topo-aware-scheduler") is False
+    other = admit(
+        "CREATE",
+        "leases",
+        "topo-aware-scheduler",
+        username="system:serviceaccount:rte-scheduler:topo-aware-scheduler",
+        node=None,
+        node_uid=None,
+        namespace="rte-scheduler",
+        manifest="base/extender/extender-admission-policy.yaml",
+    )
+    assert other is None
+
+
+def test_the_extenders_role_names_what_the_policy_allows() -> None:
+    role = one("scheduler-extender.yaml", "Role", "rte-extender-leader")
+    named = {name for rule in role["rules"] for name in rule.get("resourceNames", [])}
+    assert named == {"rte-extender", "rte-extender-leader"}
+
+
+def admit_pod(
+    username: str, *, subresource: str = "", owners: list[dict[str, Any]] | None = None
+) -> bool | None:
+    """Verdict of rte-agent-namespace-pods on a pod CREATE (or an ephemeral container UPDATE) in
+    a namespace labelled as deploy/base/agent labels namespace rte."""
+    import celpy
+
+    policy = one("admission-policy.yaml", "ValidatingAdmissionPolicy", "rte-agent-namespace-pods")
+    namespace = one("daemonset.yaml", "Namespace")
+    selector = policy["spec"]["matchConstraints"]["namespaceSelector"]["matchLabels"]
+    if not selector.items() <= namespace["metadata"]["labels"].items():
+        return None
+    obj: dict[str, Any] = {"metadata": {"name": "p", **({"ownerReferences": owners} if owners else {})}}
+    request = {
+        "operation": "UPDATE" if subresource else "CREATE",
+        "subResource": subresource,
+        "namespace": namespace["metadata"]["name"],
+        "userInfo": {"username": username},
+    }
+    activation: dict[str, Any] = {"request": celpy.json_to_cel(request), "object": celpy.json_to_cel(obj)}
+    verdicts = [cel(v["expression"], activation) for v in policy["spec"]["validations"]]
+    return all(isinstance(v, celpy.celtypes.BoolType) and bool(v) for v in verdicts)
+
+
+DS_CONTROLLER = "system:serviceaccount:kube-system:daemon-set-controller"
+OWNED = [{"kind": "DaemonSet", "name": "rte-agent", "uid": "u", "controller": True}]
+
+
+def test_only_the_agents_daemonset_creates_pods_in_the_privileged_namespace() -> None:
+    """Namespace rte must be `privileged` for the agent's host mounts; the policy keeps everyone
+    else from using that to run a privileged pod there."""
+    assert admit_pod(DS_CONTROLLER, owners=OWNED) is True
+    assert admit_pod("system:kube-controller-manager", owners=OWNED) is True
+    assert admit_pod("alice", owners=OWNED) is False
+    assert admit_pod(DS_CONTROLLER) is False
+    other = [{"kind": "DaemonSet", "name": "miner", "uid": "u", "controller": True}]
+    assert admit_pod(DS_CONTROLLER, owners=other) is False
+
+
+def test_no_debug_container_joins_the_agents_pod() -> None:
+    assert admit_pod(DS_CONTROLLER, subresource="ephemeralcontainers") is False
+    assert admit_pod("alice", subresource="ephemeralcontainers") is False

@@ -3,8 +3,8 @@ once instead of at the next resync (up to ``resync_interval``, 60 s by default; 
 
 One :class:`~rte.runtime.reflector.Reflector` thread lists and watches
 ``noderesourcetopologies`` with ``fieldSelector=metadata.name=<node>``: the same machinery, and
-the same resilience, as the pod watch (:mod:`rte.agent.podwatch`). Each event is judged against
-what the agent last wrote or confirmed (:meth:`rte.agent.publisher.Publisher.differs`):
+the same resilience, as the pod watch (:mod:`rte.agent.watch.podwatch`). Each event is judged against
+what the agent last wrote or confirmed (:meth:`rte.agent.publish.publisher.Publisher.differs`):
 
 * ``DELETED``: someone deleted the object; repair (recreate it);
 * ``ADDED``/``MODIFIED`` whose content differs from ours in the fields the agent owns: someone
@@ -44,7 +44,7 @@ REPAIR_LOG_INTERVAL = 60.0
 
 
 class WrittenObject(Protocol):
-    """What the watch needs of :class:`rte.agent.publisher.Publisher`."""
+    """What the watch needs of :class:`rte.agent.publish.publisher.Publisher`."""
 
     def differs(self, stored: Mapping[str, Any]) -> bool | None: ...
 

@@ -36,12 +36,32 @@ log = logging.getLogger(__name__)
 PODS_PATH = "/api/v1/pods"
 
 
-def _node_pods_call(api_client: Any, node_name: str) -> Callable[..., Any]:
-    """A ``list_*``-shaped callable over a plain GET of the pods bound to ``node_name``.
+def node_identity_headers(node_name: str) -> dict[str, str]:
+    """Impersonation headers that make a request the node's own (user ``system:node:<node>`` in
+    group ``system:nodes``, the identity the Node authorizer recognises:
+    kubernetes/kubernetes pkg/auth/nodeidentifier/default.go).
+
+    With constrained impersonation (KEP-5284; beta and on by default in Kubernetes 1.36, alpha
+    in 1.35) a pod-bound service account token may impersonate only the node its pod runs on,
+    given ``impersonate:associated-node``; the Node authorizer with field selectors (KEP-4601,
+    on by default since 1.32) then allows listing and watching pods only with
+    ``fieldSelector=spec.nodeName=<that node>``. The agent's own token then needs no right to
+    read pods at all (deploy/components/pods-as-node)."""
+    return {"Impersonate-User": f"system:node:{node_name}", "Impersonate-Group": "system:nodes"}
+
+
+def _node_pods_call(api_client: Any, node_name: str, *, as_node: bool = False) -> Callable[..., Any]:
+    """A ``list_*``-shaped callable over a plain GET of the pods bound to ``node_name``, as the
+    node itself when ``as_node``.
 
     A plain GET (not ``CoreV1Api``) keeps the generated core client out of the agent's memory.
     """
-    return raw_list_call(api_client, PODS_PATH, [("fieldSelector", f"spec.nodeName={node_name}")])
+    return raw_list_call(
+        api_client,
+        PODS_PATH,
+        [("fieldSelector", f"spec.nodeName={node_name}")],
+        headers=node_identity_headers(node_name) if as_node else None,
+    )
 
 
 class NodePodWatch:
@@ -59,6 +79,7 @@ class NodePodWatch:
         backoff_cap: float = 30.0,
         connect_timeout: float = 10.0,
         rng: Callable[[], float] = random.random,
+        as_node: bool = False,
     ) -> None:
         self.node_name = node_name
         self.on_change = on_change
@@ -68,7 +89,7 @@ class NodePodWatch:
         self._pods: dict[PodKey, Pod] = {}
         self._reflector = Reflector(
             f"pods on {node_name}",
-            _node_pods_call(api_client, node_name),
+            _node_pods_call(api_client, node_name, as_node=as_node),
             on_list=self._on_list,
             on_event=self._on_event,
             watch_seconds=watch_seconds,

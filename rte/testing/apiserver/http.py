@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import discovery, status
 from .faults import Fault, Faults, RequestRecord
+from .impersonation import authorize_impersonation
 from .request import Request, Response, WatchPlan, media_type
 from .resources import ResourceDef
 from .rest import Rest
@@ -30,6 +31,7 @@ class FakeApiServer(Protocol):
 
     token: str | None
     bookmark_interval: float | None
+    node_impersonation: bool
     rest: Rest
     faults: Faults
 
@@ -193,6 +195,14 @@ class ApiHandler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if app.token and self.headers.get("Authorization") != f"Bearer {app.token}":
                 raise ApiError(401, "Unauthorized")
+            authorize_impersonation(
+                self.headers.get("Impersonate-User"),
+                self.headers.get_all("Impersonate-Group") or [],
+                enabled=app.node_impersonation,
+                verb=rec.verb,
+                resource=rec.resource,
+                query=rec.query,
+            )
             fault = app.faults.take(rec)
             if fault is not None:
                 rec.injected = True

@@ -49,8 +49,12 @@ class FakeApiServer(RequestLog):
         crd_installed: bool = True,
         history_limit: int = 1000,
         bookmark_interval: float | None = None,
+        node_impersonation: bool = False,
     ) -> None:
         self.host = host
+        # Whether a client may act as its own node (impersonation.py); off, as on a cluster
+        # without constrained impersonation.
+        self.node_impersonation = node_impersonation
         self._port = port
         # Requests must carry ``Authorization: Bearer <token>``; None accepts anonymous requests.
         self.token = token

@@ -1,0 +1,3 @@
+module github.com/rte-project/rte/deploy/kubelet-state-copier
+
+go 1.19
