@@ -319,7 +319,7 @@ class Scanner:
         assert machine is not None  # _refresh_machine raised NoMachineModel otherwise
         config = self._config.get()
         if config is not None:
-            check_against_machine(config, machine.cpus)
+            check_against_machine(config, machine.cpus, machine.node_ids)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None
         return NodeReading(
             node_name=self._node_name,

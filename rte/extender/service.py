@@ -110,7 +110,12 @@ class ExtenderService:
         self._last_resync: dict[str, Any] | None = None
         self.metrics = metrics if metrics is not None else ExtenderMetrics(__version__)
         """The HTTP front end records each call's duration here and serves it on ``/metrics``."""
-        self.metrics.track(ready=self.ready, nodes=lambda: len(self.store), leader=self.is_leader)
+        self.metrics.track(
+            ready=self.ready,
+            nodes=lambda: len(self.store),
+            leader=self.is_leader,
+            rejected=lambda: self.store.rejections,
+        )
 
     # --- readiness -----------------------------------------------------------------------
 
@@ -208,7 +213,19 @@ class ExtenderService:
         outcome = filter_nodes(prep, args.candidate_names(), self.cache, allocatable)
         with self._lock:
             self._counters["filter"] += 1
-        return filter_result(args, outcome.passed, outcome.failed)
+        rejected = self.store.rejected()
+        if not rejected:
+            return filter_result(args, outcome.passed, outcome.failed)
+        # A node whose NRT was refused as impossible is refused too, with the reason: passing it
+        # as "no NRT" would send NUMA-sensitive pods to a node whose facts we cannot trust.
+        failed = dict(outcome.failed)
+        passed = []
+        for name in outcome.passed:
+            if name in rejected:
+                failed[name] = rejected[name]
+            else:
+                passed.append(name)
+        return filter_result(args, passed, failed)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """A ``HostPriorityList`` for ``args``: our 0..100 scores scaled to 0..10."""
@@ -354,7 +371,12 @@ class ExtenderService:
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,
-            "store": {"nodes": len(self.store), "generation": self.store.generation},
+            "store": {
+                "nodes": len(self.store),
+                "generation": self.store.generation,
+                "rejectedNRTs": self.store.rejections,
+                "refusedNodes": self.store.rejected(),
+            },
             "pods": {"tracked": tracked, "reservedByWatch": ours},
             "requests": counters,
             "lastResync": last,
