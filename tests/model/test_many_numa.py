@@ -157,3 +157,26 @@ def test_the_wide_model_agrees_with_the_complete_one_where_it_decides() -> None:
         )
         compared += 1
     assert compared >= 100 and refused >= 5, (compared, refused)
+
+
+def test_unhealthy_devices_an_nrt_cannot_carry_make_restricted_admit_what_the_kubelet_refuses() -> None:
+    """devicemanager ``topology_hints.go`` ``generateDeviceTopologyHints`` counts every device,
+    unhealthy ones included (``m.allDevices``), toward ``minAffinitySize``; podresources lists
+    healthy devices only, so the NRT cannot carry them (docs/many-numa.md). Two zones of two
+    GPUs, one unhealthy in each, a request for 2: the kubelet wants one zone and refuses under
+    ``restricted``; from the NRT (one healthy GPU per zone) rte wants two and admits. This pins
+    the consumer's chosen behaviour; ``single-numa-node`` agrees either way."""
+    gpu = "vendor.com/gpu"
+
+    def node(allocatable: int, policy: str) -> NodeResources:
+        zones = [(i, {gpu: (allocatable, allocatable, 1)}) for i in range(2)]
+        return node_resources(zones, NodeFacts(policy=policy))
+
+    pod = Pod("ns", "p", containers=(Container("c", {gpu: 2}, {gpu: 2}),))
+    kubelet_view = node(2, "restricted")  # what the kubelet counts: 2 devices per zone
+    nrt_view = node(1, "restricted")  # what the NRT says: the healthy one
+    assert not admit_pod(kubelet_view, pod_admission_units(pod, kubelet_view.facts)).admitted
+    assert admit_pod(nrt_view, pod_admission_units(pod, nrt_view.facts)).admitted
+    for allocatable in (1, 2):
+        single = node(allocatable, "single-numa-node")
+        assert not admit_pod(single, pod_admission_units(pod, single.facts)).admitted
