@@ -54,7 +54,14 @@ def distance(a: int, b: int) -> int:
 
 
 def cpulist(ids: list[int]) -> str:
-    return f"{ids[0]}-{ids[-1]}" if ids else ""
+    """Kernel list syntax of ascending ids: runs as ``a-b``, joined by commas."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def main() -> None:
@@ -68,7 +75,7 @@ def main() -> None:
         "online": every,
         "possible": every,
         "has_cpu": cpulist(cpu_nodes),
-        "has_memory": ",".join(str(n) for n in with_memory),
+        "has_memory": cpulist(with_memory),
         "has_normal_memory": cpulist(cpu_nodes),
     }
     node_dir.mkdir(parents=True)
@@ -92,7 +99,13 @@ def main() -> None:
         hp = d / "hugepages/hugepages-2048kB"
         (hp / "nr_hugepages").write_text("0\n")
         (hp / "free_hugepages").write_text("0\n")
-        facts[str(n)] = {"cpulist": cpulist(cpus), "memtotal_kb": total, "distance": row}
+        facts[str(n)] = {
+            "cpulist": cpulist(cpus),
+            "ncpus": len(cpus),
+            "memtotal_kb": total,
+            "distance": row,
+            "hugepages": {"hugepages-2048kB": {"nr": 0, "free": 0}},
+        }
     all_cpus = list(range(GRACES * CORES))
     for name in ("online", "possible", "present"):
         (cpu_dir / name).parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +135,21 @@ def main() -> None:
                     f"{GRACES} sockets x {CORES} cores, no SMT; {count} NUMA nodes: CPU nodes"
                     f" {cpulist(cpu_nodes)}, HBM nodes {[h for _, h, _ in gpu_nodes]}, the rest empty"
                 ),
-                "expected_facts_parsed_from_tree": {"node_files": files, "numa_nodes": facts},
+                "expected_facts_parsed_from_tree": {
+                    "node_files": files,
+                    "numa_nodes": facts,
+                    "cpu": {
+                        "online_file": cpulist(all_cpus),
+                        "present_file": cpulist(all_cpus),
+                        "cpu_dirs": len(all_cpus),
+                        "packages": {
+                            str(g): cpulist(list(range(g * CORES, (g + 1) * CORES))) for g in range(GRACES)
+                        },
+                        "physical_cores": len(all_cpus),
+                        "threads_per_core_histogram": {"1": len(all_cpus)},
+                    },
+                    "pci": {"count_by_numa_node": {}, "interesting_devices(net/display/accel/nvme)": []},
+                },
             },
             indent=1,
         )
