@@ -137,7 +137,8 @@ def admit_pod(
             reason = policy_reason(facts.policy, unit, hints, best, node.ids, named)
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR, tuple(done))
         if not merged.known:
-            working.exact = False  # the kubelet's mask is unknown: charge every zone from here on
+            # The kubelet's mask is unknown: charge every zone from here on, memory included.
+            working.exact = working.memory_exact = False
         for part in unit.parts or (unit,):
             label = unit_label(part if unit.kind == KIND_POD else unit, named or unit.kind == KIND_POD)
             failure = _allocate(working, part, merged.mask, merged.preferred, take, label)

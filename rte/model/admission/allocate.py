@@ -24,8 +24,11 @@ free NUMA nodes) or on the device plugin's preference. The allocator then charge
 amount to *every* zone of the mask, and from then on charges every later unit to every zone of
 the node (``Working.exact`` turns False): every zone keeps at most what the kubelet would leave,
 and a unit admitted on less room would be admitted on more (more free only adds hints), so the
-verdict can only err toward rejection. One gap remains: a later multi-zone memory allocation
-then records its group from rte's choice of mask, which may differ from the kubelet's. Reusable
+verdict can only err toward rejection. Memory stays exact in pod scope (every container is
+allocated within the pod's one mask, whatever the CPUs' split) and under policy ``none``; in
+container scope it is charged to every zone too, since later hints, hence masks, may differ. One
+gap remains: a later multi-zone memory allocation then records its group from rte's choice of
+mask, which may differ from the kubelet's. Reusable
 CPUs are assumed taken before free ones; the packed allocator takes whole free cores in core order
 and an init container's CPUs are whole cores in that order, so this holds unless the request is
 not a multiple of the threads per core.
@@ -38,7 +41,7 @@ from typing import Protocol
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
 from rte.model.admission.units import AdmissionUnit
-from rte.model.topology_manager import POLICY_NONE
+from rte.model.topology_manager import POLICY_NONE, SCOPE_POD
 
 
 class Allocator(Protocol):
@@ -124,9 +127,13 @@ class CountAllocator:
             reusable = working.mem_reuse.get(key, 0)
             need = max(request - reusable, 0)
             row = working.mem_free.setdefault(memory_type, [0] * len(working.node.ids))
-            if working.exact or working.node.facts.policy == POLICY_NONE:
-                # Without a Topology Manager hint nothing couples the memory manager's choice of
-                # mask to the CPUs' split, so an inexact CPU split leaves memory exact.
+            facts = working.node.facts
+            exact = working.exact or facts.policy == POLICY_NONE or facts.scope == SCOPE_POD
+            if exact and working.memory_exact:
+                # Memory follows its own mask, lowest id first: what an inexact CPU split changes
+                # is the hints of later units. Without a Topology Manager hint nothing couples the
+                # two, and in pod scope the mask is fixed once for every container before any
+                # allocation (scope_pod.go), so memory stays exact either way.
                 for z in positions(mask):  # lowest id first, each zone as far as it goes
                     take = min(row[z], need)
                     row[z] -= take

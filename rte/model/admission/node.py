@@ -194,6 +194,7 @@ class Working:
         "mem_free",
         "mem_reuse",
         "mem_used",
+        "memory_exact",
         "node",
         "physical_free",
     )
@@ -221,6 +222,9 @@ class Working:
         self.dev_reuse: dict[str, tuple[int, int]] = {}
         self.dev_unknown = dict(node.facts.unknown_numa_devices)
         self.exact = True
+        self.memory_exact = True
+        """False once a unit's mask is not the kubelet's (many zones, best-effort, nothing
+        preferred): memory too is then charged to every zone."""
 
     def copy(self) -> Working:
         other = Working.__new__(Working)
@@ -238,6 +242,7 @@ class Working:
         other.dev_reuse = dict(self.dev_reuse)
         other.dev_unknown = dict(self.dev_unknown)
         other.exact = self.exact
+        other.memory_exact = self.memory_exact
         return other
 
 
