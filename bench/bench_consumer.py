@@ -12,12 +12,13 @@ filters every node and scores the ones that fit. The scalar path (``filter_node`
 baseline, and both must agree on how many nodes fit. Zones get varied, realistic availability,
 so that verdicts and zone scores differ between nodes.
 
-Run: ``.venv/bin/python -m bench.bench_consumer``.
+Run: ``.venv/bin/python -m bench.bench_consumer`` (``--zones``: only the 8-, 24- and 32-zone rows).
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import time
 
 from bench.timing import Row, median_seconds, print_rows
@@ -41,9 +42,11 @@ WIDE_TARGET_MS = 6.0
 POLICIES = ("single-numa-node", "restricted")
 
 
-def _topology(index: int, rng: random.Random, policy: str = "single-numa-node") -> NodeTopology:
+def _topology(
+    index: int, rng: random.Random, policy: str = "single-numa-node", count: int = ZONES
+) -> NodeTopology:
     zones = []
-    for z in range(ZONES):
+    for z in range(count):
         cpu = rng.randrange(0, 33)
         memory = rng.randrange(0, 96) * GI
         hugepages = rng.randrange(0, 8) * GI
@@ -55,7 +58,7 @@ def _topology(index: int, rng: random.Random, policy: str = "single-numa-node") 
             ResourceInfo("vendor.com/nic", 4, 4, nic),
         )
         costs = tuple(
-            Cost(f"node-{j}", 10 if j == z else (12 if j // 4 == z // 4 else 32)) for j in range(ZONES)
+            Cost(f"node-{j}", 10 if j == z else (12 if j // 4 == z // 4 else 32)) for j in range(count)
         )
         zones.append(Zone(name=f"node-{z}", costs=costs, resources=resources))
     attrs = (
@@ -78,9 +81,9 @@ def _pod(requests: dict[str, int]) -> Pod:
     return Pod(namespace="bench", name="latency-critical", containers=(Container("app", requests, requests),))
 
 
-def _views(count: int, policy: str = "single-numa-node") -> list[NumaView]:
+def _views(count: int, policy: str = "single-numa-node", zones: int = ZONES) -> list[NumaView]:
     rng = random.Random(42)
-    return [build_view(_topology(i, rng, policy)) for i in range(count)]
+    return [build_view(_topology(i, rng, policy, zones)) for i in range(count)]
 
 
 def _table(views: list[NumaView]) -> NodeTable:
@@ -150,6 +153,32 @@ def summary() -> list[Row]:
             f"library filter+score, {MANY_NODES} NRTs x {ZONES} zones, single-numa-node, {name} ({HEADLINE})"
         )
         rows.append(_row(what, ms, base, MANY_TARGET_MS))
+    return rows + zone_rows()
+
+
+WIDE_NODE_ZONES = (24, 32)
+"""Many-NUMA nodes (issue #23): Grace-Blackwell-class machines expose dozens of NUMA nodes."""
+WIDE_NODE_FACTOR = 3.0
+"""Filter+score on them within this factor of the 8-zone figure of the same run."""
+WIDE_NODE_STRATEGY = "LeastAllocated"
+
+
+def zone_rows() -> list[Row]:
+    """The headline pod at 5000 NRTs of 8, 24 and 32 zones, single-numa-node, LeastAllocated; the
+    wider rows' target is :data:`WIDE_NODE_FACTOR` times the 8-zone figure."""
+    rows = []
+    strategy = ScoringStrategy(WIDE_NODE_STRATEGY)
+    base_ms = 0.0
+    for zones in (ZONES, *WIDE_NODE_ZONES):
+        views = _views(NODES, zones=zones)
+        ms, base = _compare(_pod(PODS[HEADLINE]), views, _table(views), strategy, 31, 3)
+        what = f"library filter+score, {NODES} NRTs x {zones} zones, single-numa-node, {strategy.type}"
+        what += f" ({HEADLINE})"
+        if zones == ZONES:
+            base_ms = ms
+            rows.append(_row(what, ms, base, None))
+        else:
+            rows.append(_row(what, ms, base, WIDE_NODE_FACTOR * base_ms))
     return rows
 
 
@@ -168,6 +197,9 @@ def _upkeep() -> None:
 
 
 def main() -> None:
+    if "--zones" in sys.argv[1:]:  # only the many-zone rows and their 8-zone reference
+        print_rows(zone_rows())
+        return
     _upkeep()
     print_rows(summary())
 

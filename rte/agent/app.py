@@ -90,11 +90,9 @@ def _ensure_notify_file(path: Path) -> None:
 
 
 def close_within(timeout: float, closers: list[Callable[[], None]]) -> None:
-    """Run the closers in a helper thread and give up after ``timeout``.
-
-    Closing a client mid-request can block (an HTTP stream read holds the socket's lock); the
-    process must still exit on time, and daemon threads do not hold the interpreter back.
-    """
+    """Run the closers in a helper thread and give up after ``timeout``: closing a client
+    mid-request can block (an HTTP stream read holds the socket's lock); the process must still
+    exit on time, and daemon threads do not hold the interpreter back."""
 
     def close_all() -> None:
         for close in closers:

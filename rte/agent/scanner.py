@@ -343,7 +343,7 @@ class Scanner:
         assert machine is not None  # _refresh_machine raised NoMachineModel otherwise
         config = self._config.get()
         if config is not None:
-            check_against_machine(config, machine.cpus)
+            check_against_machine(config, machine.cpus, machine.node_ids)
         if self.reader is not None:
             self.reader.pod_limit = pod_limit(config.max_pods if config else None, self._max_listed_pods)
         kubelet = self._read_kubelet(fresh_list) if self.reader is not None else None

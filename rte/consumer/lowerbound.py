@@ -51,7 +51,7 @@ from dataclasses import replace
 from rte.consumer.numaview import NumaView
 from rte.model.admission.admit import Admission, admit_pod
 from rte.model.admission.allocate import CountAllocator
-from rte.model.admission.masks import every_mask, format_mask, popcount
+from rte.model.admission.masks import candidate_masks, format_mask, popcount
 from rte.model.admission.merge import MaskOrder, mask_order
 from rte.model.admission.node import NodeResources, Working
 from rte.model.admission.reasons import TOPOLOGY_AFFINITY_ERROR, unit_label
@@ -145,7 +145,7 @@ def _preferred_before(node: NodeResources, chosen: int | None, order: MaskOrder)
         return []
     key = order(chosen)
     width = popcount(chosen)
-    return [m for m, size in every_mask(node.all_zones) if size == width and order(m) < key]
+    return [m for m, size in candidate_masks(node.all_zones) if size == width and order(m) < key]
 
 
 def _follows(

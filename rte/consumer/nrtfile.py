@@ -29,7 +29,7 @@ import msgspec
 import orjson
 
 from rte.errors import InputError
-from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, from_nrt
+from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, check_topology, from_nrt
 from rte.model.quantity import Amount, parse_quantity
 from rte.model.topology import Attribute, Cost, NodeTopology, OwnerReference, ResourceInfo, Zone
 from rte.yamlfile import decode_json, read_objects
@@ -252,14 +252,16 @@ class CompactReader:
             OwnerReference(text(o.apiVersion), text(o.kind), self._own(o.name), self._own(o.uid))
             for o in meta.ownerReferences or ()
         )
-        return NodeTopology(
-            name=self._own(meta.name),
-            zones=self._shared_tuple([self._zone(z) for z in nrt.zones or ()]),
-            attributes=self._attributes(nrt.attributes),
-            topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),
-            annotations=self._string_map(meta.annotations),
-            labels=self._string_map(meta.labels),
-            owner_references=owners,
+        return check_topology(
+            NodeTopology(
+                name=self._own(meta.name),
+                zones=self._shared_tuple([self._zone(z) for z in nrt.zones or ()]),
+                attributes=self._attributes(nrt.attributes),
+                topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),
+                annotations=self._string_map(meta.annotations),
+                labels=self._string_map(meta.labels),
+                owner_references=owners,
+            )
         )
 
 

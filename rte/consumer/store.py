@@ -61,6 +61,9 @@ class NRTStore:
         """Every bump, in order: serial ``g`` is the change that made generation ``g + 1``."""
         self._beats = ChangeLog()
         """Every heartbeat change, in order (what the caches' staleness rule reads)."""
+        self._rejected: dict[str, str] = {}
+        """Node -> why its latest NRT was refused as impossible (:func:`rte.model.nrt.check_topology`)."""
+        self._rejections = 0
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class NRTStore:
         if event_type not in EVENT_TYPES:
             raise InputError("NRT watch event", f"unknown event type {event_type!r}")
         with self._lock:
+            self._rejected.pop(topology.name, None)  # a good NRT (or a deletion) ends a refusal
             if event_type == DELETED:
                 if topology.name not in self._topologies:
                     return False
@@ -124,6 +128,24 @@ class NRTStore:
         for topology in incoming.values():
             changed += self.apply(ADDED, topology)
         return changed
+
+    def reject(self, node: str, reason: str) -> None:
+        """The node's latest NRT is bad input: refuse the node with ``reason`` until a good NRT
+        (or its deletion) arrives, whatever older version the store still holds."""
+        with self._lock:
+            self._rejected[node] = reason
+            self._rejections += 1
+
+    def rejected(self) -> dict[str, str]:
+        """Node -> reason, for every node whose latest NRT was refused."""
+        with self._lock:
+            return dict(self._rejected)
+
+    @property
+    def rejections(self) -> int:
+        """How many NRTs were refused since the start."""
+        with self._lock:
+            return self._rejections
 
     def observe_heartbeat(self, node: str, renew_time: float) -> None:
         """Record the agent's latest Lease renewal (seconds since the epoch).

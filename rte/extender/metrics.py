@@ -67,6 +67,12 @@ class ExtenderMetrics:
         self.nodes = Gauge(
             r, "rte_extender_nrt_nodes", "Nodes whose NodeResourceTopology the extender holds."
         )
+        self.rejected_nrts = Gauge(
+            r,
+            "rte_extender_nrts_rejected",
+            "NodeResourceTopology objects refused as impossible (duplicate zone names, available above"
+            " allocatable, ...); their nodes are refused until a good one arrives.",
+        )
         self.resyncs = Counter(r, "rte_extender_resyncs_total", "Reserve cache resync passes.")
         self.resync_nodes = Counter(
             r,
@@ -101,13 +107,15 @@ class ExtenderMetrics:
         nodes: Callable[[], int],
         leader: Callable[[], bool] = lambda: True,
         placement: Callable[[], Mapping[str, int]] | None = None,
+        rejected: Callable[[], int] = lambda: 0,
     ) -> None:
-        """Read readiness, the store's size, leadership and the cache's numaplacement outcomes at
-        each scrape."""
+        """Read readiness, the store's size, leadership, the cache's numaplacement outcomes and
+        refused NRTs at each scrape."""
         if placement is not None:
             read = placement
             self.numaplacement.set_function(lambda: {(k,): float(v) for k, v in read().items()})
         self.ready.set_function(lambda: 1.0 if ready() else 0.0)
+        self.rejected_nrts.set_function(lambda: float(rejected()))
         self.nodes.set_function(lambda: float(nodes()))
         self.is_leader.set_function(lambda: 1.0 if leader() else 0.0)
 

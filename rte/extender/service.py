@@ -132,6 +132,7 @@ class ExtenderService:
             leader=self.is_leader,
             # the reserve cache counts its numaplacement decodes; other caches decode none
             placement=getattr(cache, "placement_outcomes", None),
+            rejected=lambda: self.store.rejections,
         )
 
     # --- readiness -----------------------------------------------------------------------
@@ -232,7 +233,19 @@ class ExtenderService:
             self._counters["filter"] += 1
         if self.gates.answered is not None and outcome.passed:
             self.gates.answered.answered(_pod_key(args.pod))
-        return filter_result(args, outcome.passed, outcome.failed)
+        rejected = self.store.rejected()
+        if not rejected:
+            return filter_result(args, outcome.passed, outcome.failed)
+        # A node whose NRT was refused as impossible is refused too, with the reason: passing it
+        # as "no NRT" would send NUMA-sensitive pods to a node whose facts we cannot trust.
+        failed = dict(outcome.failed)
+        passed = []
+        for name in outcome.passed:
+            if name in rejected:
+                failed[name] = rejected[name]
+            else:
+                passed.append(name)
+        return filter_result(args, passed, failed)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """A ``HostPriorityList`` for ``args``: our 0..100 scores scaled to 0..10."""
@@ -398,7 +411,12 @@ class ExtenderService:
             "strategy": {"type": self.strategy.type, "weights": dict(self.strategy.weights)},
             "profiles": sorted(self.profiles),
             "informerMode": self.informer_mode.value,
-            "store": {"nodes": len(self.store), "generation": self.store.generation},
+            "store": {
+                "nodes": len(self.store),
+                "generation": self.store.generation,
+                "rejectedNRTs": self.store.rejections,
+                "refusedNodes": self.store.rejected(),
+            },
             "pods": {"tracked": tracked, "reservedByWatch": ours},
             "requests": counters,
             "lastResync": last,

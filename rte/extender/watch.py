@@ -152,7 +152,10 @@ class ClusterFeeds:
             return self._reader.read(item) if isinstance(item, Mapping) else None
         except InputError as e:
             obj = item if isinstance(item, Mapping) else _decoded(item)
-            log.warning("ignoring a malformed NodeResourceTopology %s: %s", _name(obj), e)
+            name = _name(obj)
+            log.warning("ignoring a malformed NodeResourceTopology %s: %s", name, e)
+            if name:
+                self.store.reject(name, f"NodeResourceTopology {name} refused: {e}")
             return None
 
     def _nrt_list(self, topologies: list[NodeTopology | None]) -> None:
@@ -165,12 +168,14 @@ class ClusterFeeds:
     def _nrt_event(self, event_type: str, obj: Obj) -> None:
         try:
             self.store.apply(event_type, self._reader.read(obj))
-        except InputError:
+        except InputError as e:
             name = _name(obj)
             if event_type == DELETED and name:
                 self.store.apply(DELETED, NodeTopology(name=name))  # a deletion needs only the name
                 return
-            # A malformed update: keep serving the last good version rather than none.
+            # A malformed update: the node is refused, with the reason, until a good one comes.
+            if name:
+                self.store.reject(name, f"NodeResourceTopology {name} refused: {e}")
             raise
 
     # --- pods: the service's index, and the agents' readiness --------------------------------

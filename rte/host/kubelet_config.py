@@ -136,12 +136,17 @@ class KubeletConfig:
         return threshold
 
 
-def check_against_machine(config: KubeletConfig, cpus: Iterable[int]) -> None:
+def check_against_machine(
+    config: KubeletConfig, cpus: Iterable[int], numa_nodes: Iterable[int] | None = None
+) -> None:
     """Refuse a config the kubelet could not be running with on this machine.
 
     ``reservedSystemCPUs`` naming CPUs the machine lacks makes the CPU manager fail to start
     (kubernetes/kubernetes ``pkg/kubelet/cm/cpumanager/policy_static.go``, ``NewStaticPolicy``),
-    so the file is not the one in force.
+    and ``reservedMemory`` naming a NUMA node the machine lacks makes the memory manager fail to
+    start (memorymanager ``memory_manager.go`` ``getTotalMemoryTypeReserved``, which checks each
+    reservation against ``machineInfo.Topology``), so the file is not the one in force.
+    ``numa_nodes`` None: the NUMA nodes are not known, the memory check is skipped.
     """
     present = frozenset(cpus)
     missing = config.reserved_system_cpus - present
@@ -150,6 +155,16 @@ def check_against_machine(config: KubeletConfig, cpus: Iterable[int]) -> None:
             f"{config.source}: reservedSystemCPUs",
             f"names CPUs {format_cpuset(missing)}, which this machine does not have"
             f" (its CPUs: {format_cpuset(present) or 'none'})",
+        )
+    if numa_nodes is None:
+        return
+    nodes = frozenset(numa_nodes)
+    absent = sorted(set(config.reserved_memory) - nodes)
+    if absent:
+        raise InputError(
+            f"{config.source}: reservedMemory",
+            f"reserves memory on NUMA node {absent[0]}, which this machine does not have"
+            f" (its NUMA nodes: {format_cpuset(nodes) or 'none'})",
         )
 
 

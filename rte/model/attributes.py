@@ -68,9 +68,12 @@ MEMORY_MANAGER_NUMA_GROUPS = "memoryManagerNUMAGroups"
 multi-NUMA allocations, ``;``-separated, each in cpuset list syntax (``0-1;2-3``); only groups of
 two nodes or more; absent when there are none."""
 UNKNOWN_NUMA_DEVICES = "nodeUnknownNUMAResources"
-"""Node-level attribute: devices the kubelet reports with a topology whose NUMA node is unknown
-(-1), ``name=count,...``. The device manager counts them toward no NUMA mask, so a request that
-needs them gets no hint. Distinct from :data:`NON_NUMA_DEVICES` (no topology: no constraint)."""
+"""Node-level attribute: the *free* devices (allocatable and held by no pod) of a resource the
+device manager aligns whose NUMA node is unknown (-1, an id the machine lacks, or no topology
+while other devices of the resource have one), ``name=count,...``; a resource whose such devices
+are all held is published with 0. The device manager counts them toward no NUMA mask, so a
+request that needs them gets no hint; the consumer reads the count as the free devices it adds
+to the zones' ones. Distinct from :data:`NON_NUMA_DEVICES` (no topology: no constraint)."""
 KUBELET_FEATURE_GATE_PREFIX = "kubeletFeatureGate"
 """Node-level attribute prefix: ``kubeletFeatureGate<GateName>`` = ``true``/``false`` for the
 kubelet feature gates that change admission (pod-level resources, KEP-2837 and KEP-5526), with

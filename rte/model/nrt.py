@@ -193,12 +193,38 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
     return {str(k): _string(v, f"{where}.{k}") for k, v in obj.items()}
 
 
+def check_topology(topology: NodeTopology) -> NodeTopology:
+    """Refuse an NRT no agent can have published truthfully; return it unchanged otherwise.
+
+    * Two zones of the same name: every reader keys zones by name (the consumer's NUMA id comes
+      from it), so one of them would silently hide the other.
+    * A resource whose ``available`` exceeds its ``allocatable``: free can never be more than
+      what pods may be given (the kubelet's accounting subtracts from allocatable); read as is,
+      a pod would "fit" on resources the node does not have.
+    """
+    seen: dict[str, int] = {}
+    for i, zone in enumerate(topology.zones):
+        first = seen.setdefault(zone.name, i)
+        if first != i:
+            raise InputError(
+                f"zones[{i}].name", f"zone {zone.name!r} is also zones[{first}]: zone names are unique"
+            )
+        for j, res in enumerate(zone.resources):
+            if res.available > res.allocatable:
+                raise InputError(
+                    f"zones[{i}].resources[{j}].available",
+                    f"{res.name} available {res.available} exceeds allocatable {res.allocatable}",
+                )
+    return topology
+
+
 def from_nrt(obj: Mapping[str, Any], *, strict: bool = False) -> NodeTopology:
     """Read a v1alpha2 or v1alpha1 NRT object (as decoded JSON/YAML) into the zone model.
 
     The published order of every list is preserved: the reference consumer's decisions depend
     on zone order, so reading must not hide it. Use :meth:`NodeTopology.canonical` to sort.
-    A negative quantity reads as 0 with a warning, or with ``strict`` is an :class:`InputError`.
+    A negative quantity reads as 0 with a warning, or with ``strict`` is an :class:`InputError`;
+    an impossible NRT (:func:`check_topology`) is an :class:`InputError`.
     """
     obj = _mapping(obj, "object")
     api_version = obj.get("apiVersion")
@@ -234,7 +260,7 @@ def from_nrt(obj: Mapping[str, Any], *, strict: bool = False) -> NodeTopology:
     if negatives.seen:
         log.warning("NRT %s: negative quantities read as 0: %s", name, ", ".join(negatives.seen))
     # v1alpha1 has no top-level attributes; tolerate their absence either way.
-    return NodeTopology(
+    topology = NodeTopology(
         name=name,
         zones=zones,
         attributes=_attributes_in(obj.get("attributes"), "attributes"),
@@ -243,3 +269,4 @@ def from_nrt(obj: Mapping[str, Any], *, strict: bool = False) -> NodeTopology:
         labels=_string_map(metadata.get("labels"), "metadata.labels"),
         owner_references=tuple(owners),
     )
+    return check_topology(topology)

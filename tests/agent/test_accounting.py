@@ -313,3 +313,61 @@ def test_the_memory_manager_checkpoint_settles_how_a_multi_numa_block_was_split(
     assert [_res(z, "memory").available for z in guessed.zones] == [0, 8 * GiB]
     assert [_res(z, "memory").available for z in settled.zones] == [4 * GiB, 4 * GiB]
     assert settled.findings == ()  # the checkpoint settles what List cannot say: no contradiction
+
+
+def test_devices_of_unknown_numa_are_published_free_held_ones_left_out() -> None:
+    """``nodeUnknownNUMAResources`` has one meaning (issue #23 item 5): the free devices of unknown
+    NUMA node, what devicemanager ``topology_hints.go`` ``GetTopologyHints`` compares with the
+    request (``getAvailableDevices`` plus reusable ones) and ``devicesToAllocate`` can give; the
+    consumer adds them to the zones' free devices."""
+    alloc = AllocatableResources(
+        devices=(
+            Device("vendor.com/fpga", ("f0",), (0,)),
+            Device("vendor.com/fpga", ("f1",), (7,)),  # a NUMA node this machine lacks
+            Device("vendor.com/fpga", ("f2",), (7,)),
+        )
+    )
+    holder = _pod("p", ContainerResources("c", devices=(Device("vendor.com/fpga", ("f1",), (7,)),)))
+    assert account(_machine(), STATIC, alloc, []).unknown_numa_devices == {"vendor.com/fpga": 2}
+    assert account(_machine(), STATIC, alloc, [holder]).unknown_numa_devices == {"vendor.com/fpga": 1}
+    both = _pod("q", ContainerResources("c", devices=(Device("vendor.com/fpga", ("f1", "f2"), (7,)),)))
+    assert account(_machine(), STATIC, alloc, [both]).unknown_numa_devices == {"vendor.com/fpga": 0}
+
+
+def test_the_consumer_refuses_more_unknown_numa_devices_than_are_free_under_best_effort() -> None:
+    """Agent and consumer read ``nodeUnknownNUMAResources`` alike: with one of two unknown-NUMA
+    devices held, a best-effort pod asking 2 is refused (devicemanager ``GetTopologyHints`` gives
+    no hint, ``devicesToAllocate`` finds 1 free), 1 is admitted. Before #23 the agent published 2."""
+    from rte.agent.compute.builder import accounting_attributes
+
+    from rte.model.admission.admit import admit_pod
+    from rte.model.admission.facts import facts_from_attributes
+    from rte.model.admission.node import node_resources
+    from rte.model.admission.units import pod_admission_units
+    from rte.model.pod import Container, Pod
+
+    alloc = AllocatableResources(
+        devices=(Device("vendor.com/fpga", ("f0",), (0,)), Device("vendor.com/fpga", ("f1", "f2"), (7,)))
+    )
+    holder = _pod("p", ContainerResources("c", devices=(Device("vendor.com/fpga", ("f0", "f1"), (0,)),)))
+    accounting = account(_machine(), STATIC, alloc, [holder])
+    attributes = accounting_attributes(accounting, STATIC)
+    assert attributes["nodeUnknownNUMAResources"] == "vendor.com/fpga=1"
+    for policy in ("best-effort", "none"):
+        facts = facts_from_attributes(attributes, policy=policy, scope="container", max_numa_nodes=8)
+        zones = [
+            (
+                int(z.name.removeprefix("node-")),
+                {r.name: (r.capacity, r.allocatable, r.available) for r in z.resources},
+            )
+            for z in accounting.zones
+        ]
+        node = node_resources(zones, facts)
+        for wanted, admitted in ((2, False), (1, True)):
+            pod = Pod(
+                "ns",
+                "x",
+                containers=(Container("c", {"vendor.com/fpga": wanted}, {"vendor.com/fpga": wanted}),),
+            )
+            verdict = admit_pod(node, pod_admission_units(pod, facts))
+            assert verdict.admitted is admitted, (policy, wanted, verdict.reason)

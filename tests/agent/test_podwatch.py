@@ -246,8 +246,8 @@ def test_as_the_node_on_a_cluster_without_constrained_impersonation_it_fails_and
 
 def test_the_double_refuses_another_nodes_pods_and_other_identities(api_client: Any) -> None:
     from kubernetes.client.exceptions import ApiException
-    from rte.agent.watch.podwatch import node_identity_headers
 
+    from rte.agent.watch.podwatch import node_identity_headers
     from rte.runtime.kubeclient import raw_get
 
     with FakeApiServer(node_impersonation=True) as server:

@@ -27,8 +27,8 @@ def _resources(zone: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
     return {r["name"]: (r["capacity"], r["allocatable"], r["available"]) for r in zone.get("resources", [])}
 
 
-def test_six_machines_are_known() -> None:
-    assert len(MACHINES) == 6
+def test_seven_machines_are_known() -> None:
+    assert len(MACHINES) == 7  # the seventh, Grace-Blackwell-class, is synthetic (see its NOTICE)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -276,3 +276,21 @@ def test_reserved_cpus_the_machine_lacks_are_one_line_naming_the_file_and_the_fi
             f"rte: error: {config}: reservedSystemCPUs: names CPUs 200-201, which this machine does not have"
             " (its CPUs: 0-103)\n"
         )
+
+
+def test_reserved_memory_on_a_numa_node_the_machine_lacks_is_one_line_with_status_2(tmp_path: Path) -> None:
+    """memorymanager ``memory_manager.go`` ``getTotalMemoryTypeReserved`` refuses a reservation on a
+    NUMA node missing from ``machineInfo.Topology``: the kubelet cannot be running with this file."""
+    config = tmp_path / "kubelet.yaml"
+    config.write_text(
+        "memoryManagerPolicy: Static\n"
+        "reservedMemory:\n"
+        "- numaNode: 0\n  limits: {memory: 1Gi}\n"
+        "- numaNode: 5\n  limits: {memory: 1Gi}\n"
+    )
+    code, out, err = _dump("--sysfs", str(R640), "--kubelet-config", str(config), "--no-kubelet")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"rte: error: {config}: reservedMemory: reserves memory on NUMA node 5, which this machine does not"
+        " have (its NUMA nodes: 0-1)\n"
+    )

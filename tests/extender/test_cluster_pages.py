@@ -48,6 +48,10 @@ def test_listed_pages_are_read_from_bytes_and_malformed_items_left_out(
     broken["metadata"] = {"name": "broken", "uid": "u-broken"}
     del broken["zones"][1]["name"]  # past the CRD check: stored directly
     fake_apiserver.storage.create(PLURAL, broken)
+    impossible = copy.deepcopy(good[1])
+    impossible["metadata"] = {"name": "impossible", "uid": "u-impossible"}
+    impossible["zones"][1]["name"] = impossible["zones"][0]["name"]  # two zones of one name
+    fake_apiserver.storage.create(PLURAL, impossible)
     whole_pages: list[bytes] = []
 
     def loads(data: Any) -> Any:
@@ -73,6 +77,13 @@ def test_listed_pages_are_read_from_bytes_and_malformed_items_left_out(
         assert store.get(obj["metadata"]["name"]) == from_nrt(obj)
     assert whole_pages == []  # each page was decoded whole into dicts before
     assert "malformed NodeResourceTopology broken" in caplog.text
+    # Refused, counted, and the node refused with the reason (issue #23 item 7).
+    assert store.rejected() == {
+        "broken": "NodeResourceTopology broken refused: zones[1].name: required field is missing",
+        "impossible": "NodeResourceTopology impossible refused:"
+        " zones[1].name: zone 'node-0' is also zones[0]: zone names are unique",
+    }
+    assert store.rejections == 2
 
 
 def test_the_watch_reader_remembers_no_node_names() -> None:

@@ -18,8 +18,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rte.consumer.cache.selection import make_cache
+from rte.consumer.nrtfile import CompactReader
 from rte.consumer.placement import Outcome
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
+from rte.errors import InputError
 from rte.extender.server import ExtenderServer
 from rte.extender.service import ExtenderService
 from rte.extender.settings import extender_settings
@@ -581,3 +583,20 @@ def test_the_numaplacement_outcomes_of_adopted_nrts_are_counted(env: Env) -> Non
     assert sample(after, "rte_extender_numaplacement_total", result="decoded") == 1
     placed = env.service.cache.placement("solo")  # type: ignore[attr-defined]
     assert placed.containers == {npl.ContainerId("default", "first", "main"): 0}
+
+
+def test_a_node_whose_nrt_was_refused_as_impossible_is_refused_with_the_reason(env: Env) -> None:
+    """Issue #23 item 7: an impossible NRT must not turn its node into "no NRT, passes"."""
+    bad = nrt("worker-b", [{"cpu": 8, "memory": 16 * GI}, {"cpu": 16, "memory": 64 * GI}])
+    bad["zones"][1]["name"] = "node-0"
+    with pytest.raises(InputError) as refused:
+        CompactReader().read(bad)
+    reason = f"NodeResourceTopology worker-b refused: {refused.value}"
+    env.store.reject("worker-b", reason)  # what the watch does with it (tests/extender/test_cluster_pages.py)
+    _, result = env.client.post("filter", names_args(pod("app", APP), "worker-a", "worker-b", "plain"))
+    assert result["NodeNames"] == ["plain"]
+    assert result["FailedNodes"] == {"worker-a": NO_ZONE, "worker-b": reason}
+    assert sample(scrape(env), "rte_extender_nrts_rejected") == 1
+    env.store.apply_object(MODIFIED, WORKER_B)  # a good NRT ends the refusal
+    _, result = env.client.post("filter", names_args(pod("app", APP), "worker-b"))
+    assert result["NodeNames"] == ["worker-b"]

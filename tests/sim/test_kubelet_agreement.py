@@ -32,6 +32,10 @@ CASES = [
     ("single-numa-node", "pod", "4x4c-32Gi+nic1"),
     ("restricted", "container", "4x4c2t-32Gi+nic1"),
     ("restricted", "pod", "2x8c-16Gi+nic2"),
+    # Many NUMA zones (issue #23): more than the 16 every mask is listed for.
+    ("single-numa-node", "container", "24x2c-48Gi+nic1"),
+    ("restricted", "container", "20x2c2t-40Gi+nic1"),
+    ("restricted", "pod", "18x2c-36Gi+nic1"),
 ]
 
 

@@ -9,8 +9,10 @@ How the kubelet's device manager hints a device resource (kubernetes/kubernetes
 * a resource with at least one device that reports NUMA nodes is aligned: each device counts
   toward the masks that contain one of its nodes. A device whose node is unknown (``-1``, or an
   id this machine does not have) or that reports no topology counts toward no mask at all, so a
-  request that needs it gets no hint. Those devices are in :attr:`DeviceAccounting.unknown_numa`
-  (published as ``nodeUnknownNUMAResources``), never in a zone;
+  request that needs it gets no hint. The *free* ones of those devices (the device manager's
+  ``getAvailableDevices`` less the ones pods hold, what its hint and ``devicesToAllocate`` count)
+  are in :attr:`DeviceAccounting.unknown_numa` (published as ``nodeUnknownNUMAResources``), never
+  in a zone;
 * every other device counts in each zone it is attached to (a device local to two zones counts
   in both, and using it takes it from both); capacity = allocatable (device capacity cannot be
   learned).
@@ -32,7 +34,8 @@ class DeviceAccounting:
     non_numa: Mapping[str, int] = field(default_factory=dict)
     """Resources without any topology: no constraint on admission."""
     unknown_numa: Mapping[str, int] = field(default_factory=dict)
-    """Devices of aligned resources that match no NUMA node: no hint for a request needing them."""
+    """Free devices of aligned resources that match no NUMA node (held ones left out): no hint
+    for a request needing them, and no more of them to give than this."""
 
 
 def held_devices(pods: Iterable[PodResources]) -> list[DeviceHeld]:
@@ -69,11 +72,14 @@ def account_devices(
         for zone in attached:
             ledger.at(zone, resource).allocatable += 1
     used: set[tuple[str, str]] = set()
+    held_nowhere: dict[str, set[str]] = {}
     for who, resource, device_id in held:
         key = (resource, device_id)
         if key in where:
             used.add(key)
-        elif device_id not in nowhere.get(resource, set()):
+        elif device_id in nowhere.get(resource, set()):
+            held_nowhere.setdefault(resource, set()).add(device_id)
+        else:
             detail = f"{who} holds {resource} {device_id}, which is not allocatable"
             ledger.note_about(who, "unknown_device", detail)
     for key in used:
@@ -85,7 +91,8 @@ def account_devices(
             if amounts is not None:
                 amounts.capacity = amounts.allocatable
     counts = {res: len(ids) for res, ids in sorted(nowhere.items()) if ids}
+    free = {res: len(ids - held_nowhere.get(res, set())) for res, ids in sorted(nowhere.items()) if ids}
     return DeviceAccounting(
         non_numa={r: n for r, n in counts.items() if r not in aligned},
-        unknown_numa={r: n for r, n in counts.items() if r in aligned},
+        unknown_numa={r: n for r, n in free.items() if r in aligned},
     )

@@ -7,8 +7,8 @@ left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
   for anything, and no requested device resource has a topology on the node (no zone lists it,
   none of its devices has an unknown NUMA node): every provider answers "no preference", every
   merge admits, every allocation is empty. Policy ``none`` says so in its own words; the other
-  policies admit with :data:`~rte.model.admission.reasons.NOTHING_TO_ALIGN` (a node with more
-  zones than the model enumerates is left to the scalar path, which refuses it).
+  policies admit with :data:`~rte.model.admission.reasons.NOTHING_TO_ALIGN`, whatever the number
+  of zones (nothing is enumerated).
 * **One unit on a ``single-numa-node`` or ``restricted`` node**, the fast path of
   :mod:`rte.consumer.kubelet_filter` with the same conditions (no memory groups, no
   ``prefer-closest-numa-nodes`` under ``restricted``, something hinted): per hinted resource, a
@@ -28,7 +28,6 @@ from typing import TypeVar
 import numpy as np
 
 from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
-from rte.model.admission.masks import MAX_ENUMERATED_ZONES
 from rte.model.admission.reasons import listing, request_text
 from rte.model.admission.units import AdmissionUnit
 from rte.model.topology_manager import POLICY_NONE, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
@@ -126,7 +125,6 @@ def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionU
     if devices is not None:
         zone_count = pick(table.zone_count, selection)
         nothing = (zone_count >= 1) & (policy >= 0)
-        nothing &= (policy == _NONE) | (zone_count <= MAX_ENUMERATED_ZONES)
         for name in devices:
             nothing &= ~has_topology(table, name, selection, rows)
     position = np.full(rows, -1, np.int64)

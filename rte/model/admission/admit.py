@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from rte.model.admission.allocate import Allocator, CountAllocator
 from rte.model.admission.hints import ANY, ResourceHints, cpu_hints, device_hints, memory_hints
-from rte.model.admission.masks import MAX_ENUMERATED_ZONES, is_narrower, popcount, positions, to_ids
+from rte.model.admission.masks import enumerated_width, is_narrower, popcount, positions, to_ids
 from rte.model.admission.merge import merge_hints
 from rte.model.admission.node import NodeResources, Working, sum_over
 from rte.model.admission.reasons import (
@@ -110,18 +110,21 @@ def admit_pod(
                 return Admission(False, failure, failure.partition(":")[0], tuple(done))
             done.append(UnitAdmission(unit.name, unit.kind, None, None, False, False))
         return Admission(True, POLICY_NONE_ADMITTED, units=tuple(done))
-    if len(node.ids) > MAX_ENUMERATED_ZONES:
-        return Admission(
-            False,
-            f"{TOPOLOGY_AFFINITY_ERROR}: {len(node.ids)} NUMA zones, more than rte enumerates"
-            f" ({MAX_ENUMERATED_ZONES})",
-            TOPOLOGY_AFFINITY_ERROR,
-        )
     for unit in units:
         if unit.shared_pool_error:
             reason = f"{TOPOLOGY_AFFINITY_ERROR}: {unit.shared_pool_error}"
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR)
         hints = unit_hints(working, unit, single_only=facts.policy == POLICY_SINGLE_NUMA_NODE)
+        beyond = [h.resource for h in hints if h.beyond]
+        if beyond:
+            # Refused rather than guessed: the kubelet's preferred masks are wider than the model
+            # lists on this many zones (masks.candidate_masks), so its verdict is unknown.
+            reason = (
+                f"{TOPOLOGY_AFFINITY_ERROR}: {listing(beyond)}{unit_label(unit, named)} would span more"
+                f" than {enumerated_width(len(node.ids))} of {len(node.ids)} NUMA zones, more than rte"
+                " enumerates"
+            )
+            return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR, tuple(done))
         merged = merge_hints(
             hints,
             facts.policy,
@@ -133,6 +136,9 @@ def admit_pod(
             best = node.all_zones if merged.mask is None else merged.mask
             reason = policy_reason(facts.policy, unit, hints, best, node.ids, named)
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR, tuple(done))
+        if not merged.known:
+            # The kubelet's mask is unknown: charge every zone from here on, memory included.
+            working.exact = working.memory_exact = False
         for part in unit.parts or (unit,):
             label = unit_label(part if unit.kind == KIND_POD else unit, named or unit.kind == KIND_POD)
             failure = _allocate(working, part, merged.mask, merged.preferred, take, label)

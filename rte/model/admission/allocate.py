@@ -18,17 +18,21 @@ What :class:`CountAllocator` does, manager by manager:
 
 **Where counts cannot be exact, and which way they err.** A single-zone mask, and memory in any
 mask, are exact. When CPUs or devices come from several zones and the count does not force the
-split (not everything free in the mask is taken), which zones gave how many depends on core
-layout (``takeByTopologyNUMAPacked`` in ``cpu_assignment.go`` prefers whole cores and the least
-free NUMA nodes) or on the device plugin's preference. The allocator then charges the whole
-amount to *every* zone of the mask, and from then on charges every later unit to every zone of
-the node (``Working.exact`` turns False): every zone keeps at most what the kubelet would leave,
-and a unit admitted on less room would be admitted on more (more free only adds hints), so the
-verdict can only err toward rejection. One gap remains: a later multi-zone memory allocation
-then records its group from rte's choice of mask, which may differ from the kubelet's. Reusable
-CPUs are assumed taken before free ones; the packed allocator takes whole free cores in core order
-and an init container's CPUs are whole cores in that order, so this holds unless the request is
-not a multiple of the threads per core.
+split (not everything free in the mask is taken), which zones gave how many depends on core layout
+(``takeByTopologyNUMAPacked`` in ``cpu_assignment.go`` prefers whole cores and the least free NUMA
+nodes) or on the device plugin's preference; CPUs that take every wholly free zone of the mask and
+the rest from its one other zone are known (:func:`_packed_split`). Otherwise the allocator
+charges the whole amount to *every* zone of the mask, and from then on charges every later unit to
+every zone of the node (``Working.exact`` turns False): every zone keeps at most what the kubelet
+would leave, and a unit admitted on less room would be admitted on more (more free only adds
+hints), so the verdict can only err toward rejection. Memory stays exact in pod scope (every
+container is allocated within the pod's one mask, whatever the CPUs' split) and under policy
+``none``; in container scope it is charged to every zone too, since later hints, hence masks, may
+differ. One gap remains: a later multi-zone memory allocation then records its group from rte's
+choice of mask, which may differ from the kubelet's. Reusable CPUs are assumed taken before free
+ones; the packed allocator takes whole free cores in core order and an init container's CPUs are
+whole cores in that order, so this holds unless the request is not a multiple of the threads per
+core.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Protocol
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
 from rte.model.admission.units import AdmissionUnit
-from rte.model.topology_manager import POLICY_NONE
+from rte.model.topology_manager import POLICY_NONE, SCOPE_POD
 
 
 class Allocator(Protocol):
@@ -76,6 +80,34 @@ def _charge(working: Working, row: list[int], amount: int, zones: int, everywher
     return charged
 
 
+def _packed_split(working: Working, amount: int, zones: int) -> int | None:
+    """The zones ``amount`` free CPUs come from when counts decide it, else None.
+
+    cpumanager ``cpu_assignment.go`` ``takeByTopologyNUMAPacked`` first takes whole free sockets
+    and whole free NUMA nodes while the request needs at least their size (``takeFullFirstLevel``,
+    ``takeFullSecondLevel``); a NUMA node is free when every CPU of its topology is available
+    (``isNUMANodeFree``: reserved CPUs make it "not free"). When the request needs every free
+    zone of the mask, all of them are taken whichever comes first (sockets or NUMA nodes, which
+    an NRT does not say), and when at most one other zone of the mask has free CPUs, the rest
+    comes from it: the split is then known from counts alone."""
+    node = working.node
+    row = working.cpu_free
+    free_zones = [z for z in positions(zones) if row[z] and row[z] == node.cpu_capacity[z]]
+    others = [z for z in positions(zones) if row[z] and row[z] != node.cpu_capacity[z]]
+    whole = sum(row[z] for z in free_zones)
+    rest = amount - whole
+    if rest < 0 or len(others) > 1 or (rest and (not others or row[others[0]] < rest)):
+        return None
+    charged = 0
+    for z in free_zones:
+        row[z] = 0
+        charged |= 1 << z
+    if rest:
+        row[others[0]] -= rest
+        charged |= 1 << others[0]
+    return charged
+
+
 def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: list[int]) -> int:
     """How much of ``amount`` comes from the pod's reusable pool. The managers take what lies in
     the mask first: reusable CPUs or devices in it (all of them, when the hint held them), then
@@ -106,7 +138,11 @@ class CountAllocator:
         zones = cpu_zones if mask is None else mask & cpu_zones
         from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
         from_free = unit.cpus - from_reuse
-        charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
+        charged = None
+        if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
+            charged = _packed_split(working, from_free, zones)
+        if charged is None:
+            charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
         working.cpu_free_total -= from_free
         if working.physical_free is not None:
             working.physical_free = max(working.physical_free - from_free, 0)
@@ -124,9 +160,13 @@ class CountAllocator:
             reusable = working.mem_reuse.get(key, 0)
             need = max(request - reusable, 0)
             row = working.mem_free.setdefault(memory_type, [0] * len(working.node.ids))
-            if working.exact or working.node.facts.policy == POLICY_NONE:
-                # Without a Topology Manager hint nothing couples the memory manager's choice of
-                # mask to the CPUs' split, so an inexact CPU split leaves memory exact.
+            facts = working.node.facts
+            exact = working.exact or facts.policy == POLICY_NONE or facts.scope == SCOPE_POD
+            if exact and working.memory_exact:
+                # Memory follows its own mask, lowest id first: what an inexact CPU split changes
+                # is the hints of later units. Without a Topology Manager hint nothing couples the
+                # two, and in pod scope the mask is fixed once for every container before any
+                # allocation (scope_pod.go), so memory stays exact either way.
                 for z in positions(mask):  # lowest id first, each zone as far as it goes
                     take = min(row[z], need)
                     row[z] -= take

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rte.model.admission.masks import every_mask, popcount, positions
+from rte.model.admission.masks import candidate_masks, narrowest_width, popcount, positions, unlisted
 from rte.model.admission.node import NodeResources, Working, mask_sums
 
 HINTS = "hints"
@@ -36,28 +36,25 @@ class ResourceHints:
     preferred: frozenset[int] = frozenset()
     min_affinity: int = 0
     """The narrowest total-amount width (``minAffinitySize``), 0 when not computed."""
+    beyond: bool = False
+    """On a node of many zones, the preferred masks are wider than the model lists
+    (:func:`~.masks.unlisted`): :attr:`masks` lacks them, and no verdict can rest on it."""
 
 
 def no_preference(resource: str) -> ResourceHints:
     return ResourceHints(resource, ANY)
 
 
-def _hints(resource: str, masks: list[int], min_affinity: int, *, narrowed: bool = False) -> ResourceHints:
+def _hints(
+    resource: str, masks: list[int], min_affinity: int, *, narrowed: bool = False, beyond: bool = False
+) -> ResourceHints:
     """The hints of one resource; ``narrowed``: only single-zone masks were looked for (what
-    ``single-numa-node`` keeps), so an empty list still means "hinted", just not on one zone."""
-    if not masks and not narrowed:
+    ``single-numa-node`` keeps), so an empty list still means "hinted", just not on one zone.
+    ``beyond``: see :attr:`ResourceHints.beyond` (never with ``narrowed``: one zone is listed)."""
+    if not masks and not narrowed and not beyond:
         return ResourceHints(resource, NONE, min_affinity=min_affinity)
     preferred = frozenset(m for m in masks if popcount(m) == min_affinity)
-    return ResourceHints(resource, HINTS, tuple(masks), preferred, min_affinity)
-
-
-def _min_width(sums: Sequence[int], zones: int, request: int) -> int:
-    """``minAffinitySize``: the size of the first mask (in the kubelet's order, so the narrowest)
-    whose total reaches ``request``; all the zones when none does."""
-    for mask, size in every_mask(zones):
-        if sums[mask] >= request:
-            return size
-    return popcount(zones)
+    return ResourceHints(resource, HINTS, tuple(masks), preferred, min_affinity, beyond and not narrowed)
 
 
 def cpu_hints(working: Working, request: int, *, single_only: bool = False) -> ResourceHints:
@@ -73,7 +70,7 @@ def cpu_hints(working: Working, request: int, *, single_only: bool = False) -> R
         return no_preference("cpu")
     node = working.node
     zones = node.cpu_zones
-    min_affinity = _min_width(node.static_sums("cpu", node.cpu_capacity, zones), zones, request)
+    min_affinity = narrowest_width(node.cpu_capacity, zones, request)
     reuse_zones, reuse_count = working.cpu_reuse
     need = request - reuse_count
     if single_only:
@@ -81,8 +78,8 @@ def cpu_hints(working: Working, request: int, *, single_only: bool = False) -> R
         singles = [1 << z for z in positions(zones) if free_row[z] >= need and reuse_zones & ~(1 << z) == 0]
         return _hints("cpu", singles, min_affinity, narrowed=True)
     free = mask_sums(working.cpu_free, zones)
-    masks = [m for m, _ in every_mask(zones) if free[m] >= need and m & reuse_zones == reuse_zones]
-    return _hints("cpu", masks, min_affinity)
+    masks = [m for m, _ in candidate_masks(zones) if free[m] >= need and m & reuse_zones == reuse_zones]
+    return _hints("cpu", masks, min_affinity, beyond=unlisted(zones, min_affinity))
 
 
 def memory_hints(
@@ -124,10 +121,24 @@ def memory_hints(
         if singles or _any_free(candidates, free_rows, zones, reuse, barred, multi_only=True):
             return [_hints(t, singles, min_affinity, narrowed=True) for t in types]
         return None
+    beyond = _memory_beyond(node, request, zones, min_affinity)
     masks = _free_masks(candidates, free_rows, zones, reuse, barred)
-    if not masks:
+    if not masks and not beyond:
         return None
-    return [_hints(t, masks, min_affinity) for t in types]
+    return [_hints(t, masks, min_affinity, beyond=beyond) for t in types]
+
+
+def _memory_beyond(node: NodeResources, request: Mapping[str, int], zones: int, min_affinity: int) -> bool:
+    """Whether the memory manager's narrowest mask may be one the model does not list: the
+    first listed mask is all the zones, and no type alone needs them all."""
+    count = popcount(zones)
+    if min_affinity < count or not unlisted(zones, count - 1):
+        return False
+    zero = (0,) * count
+    least = max(
+        narrowest_width(node.memory[t][0] if t in node.memory else zero, zones, q) for t, q in request.items()
+    )
+    return least < count
 
 
 def _allocatable_masks(
@@ -143,7 +154,7 @@ def _allocatable_masks(
         sums = [node.static_sums(t, node.memory[t][0] if t in node.memory else zero, zones) for t in types]
         cached = node.tables[key] = [
             (m, size)
-            for m, size in every_mask(zones)
+            for m, size in candidate_masks(zones)
             if all(s[m] >= q for s, q in zip(sums, amounts, strict=True))
         ]
     return cached  # type: ignore[return-value]
@@ -244,12 +255,11 @@ def device_hints(
     outside = unknown + (node.facts.non_topology_devices.get(resource, 0) if rows else 0)
     if sum(free_row) + outside + reuse_count < request:
         return ResourceHints(resource, NONE)
-    allocatable = node.static_sums(resource, rows[0] if rows else (0,) * count, zones)
-    min_affinity = _min_width(allocatable, zones, request)
+    min_affinity = narrowest_width(rows[0] if rows else (0,) * count, zones, request)
     need = request - reuse_count
     if single_only:
         singles = [1 << z for z in range(count) if free_row[z] >= need and reuse_zones & ~(1 << z) == 0]
         return _hints(resource, singles, min_affinity, narrowed=True)
     free = mask_sums(free_row, zones)
-    masks = [m for m, _ in every_mask(zones) if free[m] >= need and m & reuse_zones == reuse_zones]
-    return _hints(resource, masks, min_affinity)
+    masks = [m for m, _ in candidate_masks(zones) if free[m] >= need and m & reuse_zones == reuse_zones]
+    return _hints(resource, masks, min_affinity, beyond=unlisted(zones, min_affinity))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rte.model.admission.hints import ANY, NONE, ResourceHints
-from rte.model.admission.masks import mean_distance, popcount
+from rte.model.admission.masks import is_complete, mean_distance, popcount
 from rte.model.topology_manager import POLICY_BEST_EFFORT, POLICY_NONE, POLICY_SINGLE_NUMA_NODE
 
 Hint = tuple[int | None, bool]
@@ -44,6 +44,9 @@ class MergedHint:
     the all-zones mask into "no affinity")."""
     preferred: bool
     admit: bool
+    known: bool = True
+    """False when the winner is non-preferred on a node of more zones than the model enumerates
+    every mask of: the mask is then all the zones, the kubelet's is some mask within it."""
 
 
 def hint_list(hints: ResourceHints) -> list[Hint]:
@@ -86,14 +89,19 @@ def merge_hints(
         lists = [single_numa_only(hints) for hints in lists]
     order = mask_order(prefer_closest and not single, distances)
     best = _best_preferred(lists, all_zones, order)
+    known = True
     if best is not None:
         mask, preferred = best, True
-    else:
+    elif is_complete(all_zones):
         mask, preferred = _best_non_preferred(lists, all_zones, order), False
+    else:
+        # The ANDs of one mask per resource, over thousands of masks each, are too many to list;
+        # which one wins decides only the allocation (best-effort) or the words of a refusal.
+        mask, preferred, known = all_zones, False, False
     admit = preferred or policy in (POLICY_NONE, POLICY_BEST_EFFORT)
     if single and mask == all_zones:
-        return MergedHint(None, preferred, admit)
-    return MergedHint(mask, preferred, admit)
+        return MergedHint(None, preferred, admit, known)
+    return MergedHint(mask, preferred, admit, known)
 
 
 def preferred_masks(lists: Sequence[list[Hint]], all_zones: int) -> set[int] | None:

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rte.model.admission.masks import candidate_masks, is_complete
 from rte.model.exclusive import is_native_resource
 from rte.model.quantity import Amount
 from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES, POLICY_NONE, SCOPE_CONTAINER
@@ -90,7 +91,7 @@ class NodeResources:
     tables: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
     """Sums over every mask of the rows that never change (capacity, allocatable), on first use."""
 
-    def static_sums(self, key: str, row: Sequence[int], zones: int) -> list[int]:
+    def static_sums(self, key: str, row: Sequence[int], zones: int) -> Sums:
         """:func:`mask_sums` of a row that does not change during admission, memoised."""
         sums = self.tables.get((key, zones))
         if sums is None:
@@ -193,6 +194,7 @@ class Working:
         "mem_free",
         "mem_reuse",
         "mem_used",
+        "memory_exact",
         "node",
         "physical_free",
     )
@@ -220,6 +222,9 @@ class Working:
         self.dev_reuse: dict[str, tuple[int, int]] = {}
         self.dev_unknown = dict(node.facts.unknown_numa_devices)
         self.exact = True
+        self.memory_exact = True
+        """False once a unit's mask is not the kubelet's (many zones, best-effort, nothing
+        preferred): memory too is then charged to every zone."""
 
     def copy(self) -> Working:
         other = Working.__new__(Working)
@@ -237,6 +242,7 @@ class Working:
         other.dev_reuse = dict(self.dev_reuse)
         other.dev_unknown = dict(self.dev_unknown)
         other.exact = self.exact
+        other.memory_exact = self.memory_exact
         return other
 
 
@@ -252,12 +258,26 @@ def sum_over(row: Sequence[int], mask: int) -> int:
     return total
 
 
-def mask_sums(row: Sequence[int], zones: int) -> list[int]:
-    """The sum of ``row`` over every sub-mask of ``zones``, indexed by the mask."""
-    sums = [0] * (zones + 1)
-    for mask, rest, position in _subset_steps(zones):
-        sums[mask] = sums[rest] + row[position]
-    return sums
+Sums = Sequence[int] | Mapping[int, int]
+"""A row's sum over masks, indexed by the mask."""
+
+
+def mask_sums(row: Sequence[int], zones: int) -> Sums:
+    """The sum of ``row`` over every mask :func:`~.masks.candidate_masks` lists over ``zones``
+    (every sub-mask up to :data:`~.masks.MAX_ENUMERATED_ZONES` zones, as a list), indexed by
+    the mask."""
+    if is_complete(zones):
+        sums = [0] * (zones + 1)
+        for mask, rest, position in _subset_steps(zones):
+            sums[mask] = sums[rest] + row[position]
+        return sums
+    wide: dict[int, int] = {0: 0}
+    for mask, _ in candidate_masks(zones):  # by width: a mask's narrower part is known already
+        low = mask & -mask
+        rest = mask ^ low
+        base = wide.get(rest)
+        wide[mask] = (sum_over(row, rest) if base is None else base) + row[low.bit_length() - 1]
+    return wide
 
 
 @functools.lru_cache(maxsize=1024)
