@@ -89,6 +89,7 @@ class Scan:
     stands in (None when sysfs read fine). ``inconsistent``: why the kubelet's data in this
     cycle contradicted itself (None when consistent; see :mod:`rte.agent.compute.topology`): the object is
     then capped at the last consistent state, and the loop turns this into a readiness reason.
+    ``zone_names_warning``: the published zone names may crash a consumer (sparse NUMA ids).
     """
 
     topology: NodeTopology
@@ -97,6 +98,7 @@ class Scan:
     kubelet_heard: bool = False
     machine_problem: str | None = None
     inconsistent: str | None = None
+    zone_names_warning: str | None = None
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -349,6 +351,7 @@ class Scanner:
             kubelet_heard=self._heard,
             machine_problem=self.machine_problem,
             inconsistent=None if computed.consistent else _inconsistency(computed.accounting),
+            zone_names_warning=computed.zone_names_warning,
         )
 
 
