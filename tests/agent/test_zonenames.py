@@ -294,3 +294,46 @@ def test_the_agent_logs_the_sparse_ids_warning_once(
     warned = [r for r in caplog.records if "NUMA ids are sparse" in r.getMessage()]
     assert len(warned) == 1
     assert warned[0].levelno == logging.WARNING
+
+
+def test_zone_load_and_the_inconsistent_cycle_ceiling_follow_the_kernel_node(machine: Machine) -> None:
+    """Both are kept in kernel ids and renumbered with the zone: a ceiling keyed by published names
+    would cap dense ``node-2`` (kernel node 3) with kernel node 2's numbers."""
+    on3 = _cpus_of(machine, 3, 0, 10)
+    consistent = (PodResources("ns", "a", (ContainerResources("x", cpu_ids=on3),)),)
+    # Next cycle: pod a is gone, and the kubelet lists one CPU of node 2 twice (inconsistent).
+    twice = _cpus_of(machine, 2, 0, 1)
+    contradictory = (
+        PodResources("ns", "b", (ContainerResources("y", cpu_ids=twice),)),
+        PodResources("ns", "c", (ContainerResources("z", cpu_ids=twice),)),
+    )
+    allocatable = AllocatableResources(cpu_ids=frozenset(machine.cpu_to_node()) - {0})
+    published: dict[ZoneNames, NodeTopology] = {}
+    for mode in (NUMA_ID, DENSE):
+
+        def reading(pods: tuple[PodResources, ...], ceiling: Any, mode: ZoneNames = mode) -> NodeReading:
+            return NodeReading(
+                node_name="offline",
+                machine=machine,
+                config=SNN,
+                kubelet=KubeletReading(allocatable, pods),
+                rules=PublishingRules(FingerprintMethod.ALL, zone_names=mode),
+                zone_attributes={3: {names.ZONE_CPU_UTILIZATION: "40"}},
+                last_consistent=ceiling,
+            )
+
+        first = compute_topology(reading(consistent, {}))
+        second = compute_topology(reading(contradictory, first.available()))
+        assert not second.consistent
+        published[mode] = second.topology
+    kernel3, dense2 = published[NUMA_ID].zone("node-3"), published[DENSE].zone("node-2")
+    assert kernel3 is not None and dense2 is not None
+    assert (
+        kernel3.attribute(names.ZONE_CPU_UTILIZATION) == dense2.attribute(names.ZONE_CPU_UTILIZATION) == "40"
+    )
+    cpu3, dense_cpu = kernel3.resource("cpu"), dense2.resource("cpu")
+    assert cpu3 is not None and dense_cpu is not None
+    assert cpu3.available == dense_cpu.available == cpu3.allocatable - 10  # capped: pod a still counted
+    for kernel_name, dense_name in (("node-0", "node-0"), ("node-2", "node-1")):
+        twin, zone = published[NUMA_ID].zone(kernel_name), published[DENSE].zone(dense_name)
+        assert twin is not None and zone is not None and twin.resources == zone.resources
