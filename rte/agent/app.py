@@ -250,6 +250,7 @@ class AgentApp:
                 settings.informer_mode,
                 tuple(PodGlob.parse(g) for g in settings.pod_exclude),
                 settings.numa_placement,
+                settings.zone_names,
             ),
             checkpoints=CheckpointFiles(Path(settings.kubelet_root)),
             zone_attributes=_zone_load(settings),

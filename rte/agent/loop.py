@@ -166,6 +166,7 @@ class Agent:
         self._failure: str | None = None
         self._pods_synced = False
         self._findings: frozenset[tuple[str, str]] = frozenset()
+        self._zone_names_warning: str | None = None
         self._machine_problem: str | None = None
         self.output_closed = False
         self.trigger("start")
@@ -387,6 +388,9 @@ class Agent:
         self.status.degraded("kubelet-data", scan.inconsistent)
         self.status.degraded("kubelet-values", scan.implausible)
         self._record_machine(scan.machine_problem)
+        if scan.zone_names_warning is not None and scan.zone_names_warning != self._zone_names_warning:
+            log.warning("%s", scan.zone_names_warning)  # once per machine model, not per cycle
+        self._zone_names_warning = scan.zone_names_warning
 
     def _no_machine(self, problem: str) -> None:
         """sysfs was never read (the agent started on an unreadable or impossible sysfs): nothing

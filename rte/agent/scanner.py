@@ -93,6 +93,7 @@ class Scan:
     then capped at the last consistent state, and the loop turns this into a readiness reason.
     ``implausible``: the absurd kubelet values this cycle met (see
     :data:`rte.agent.compute.ledger.IMPLAUSIBLE_KINDS`), another readiness reason; None when there were none.
+    ``zone_names_warning``: the published zone names may crash a consumer (sparse NUMA ids).
     """
 
     topology: NodeTopology
@@ -102,6 +103,7 @@ class Scan:
     machine_problem: str | None = None
     inconsistent: str | None = None
     implausible: str | None = None
+    zone_names_warning: str | None = None
 
 
 def pod_keys(pods: Iterable[PodResources]) -> frozenset[tuple[str, str]]:
@@ -379,6 +381,7 @@ class Scanner:
             machine_problem=self.machine_problem,
             inconsistent=None if computed.consistent else _inconsistency(computed.accounting),
             implausible=_implausible(computed.accounting),
+            zone_names_warning=computed.zone_names_warning,
         )
 
 

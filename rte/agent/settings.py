@@ -27,7 +27,7 @@ from typing import Any
 from rte.durations import format_duration
 from rte.errors import SettingError
 from rte.model.names import object_name_problem
-from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode, ZoneNames
 from rte.podres.reader import endpoint_problem
 from rte.settings.loader import load, located, render_settings
 from rte.settings.schema import (
@@ -151,6 +151,9 @@ class AgentSettings:
     )
     """container: publish which NUMA node each exclusive container sits on (numaplacement
     attributes, single-numa-node policy only); none: do not."""
+    zone_names: ZoneNames = field(default=ZoneNames.NUMA_ID, metadata=setting(CHOICE, enum=ZoneNames))
+    """numa-id: zones node-<kernel NUMA id> (truthful); dense: node-0..node-<k-1> by ascending id,
+    for consumers that crash on sparse ids (scheduler-plugins' Score); docs/compatibility.md."""
     zone_load: bool = field(default=False, metadata=setting(BOOL))
     """Publish per-zone CPU and memory use attributes (each changes only when leaving its band)."""
     zone_load_band: float = field(default=10.0, metadata=setting(FLOAT, above=0.0, maximum=100.0))

@@ -32,7 +32,7 @@ from rte.host.sysfs import read_machine
 from rte.model.names import object_name_problem
 from rte.model.nrt import to_nrt
 from rte.model.topology import NodeTopology
-from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode, ZoneNames
 from rte.podres.reader import (
     ONE_SHOT_BURST,
     ONE_SHOT_QPS,
@@ -70,6 +70,7 @@ def read_node(
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
     numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER,
+    zone_names: ZoneNames = ZoneNames.NUMA_ID,
     timeout: float = KUBELET_TIMEOUT,
     ask_kubelet: bool = True,
     default_endpoint: str = DEFAULT_ENDPOINT,
@@ -96,7 +97,7 @@ def read_node(
             reader=reader,
             machine_loader=lambda: machine,
             kubelet_config=config,
-            rules=PublishingRules(method, numa_placement=numa_placement),
+            rules=PublishingRules(method, numa_placement=numa_placement, zone_names=zone_names),
             checkpoints=checkpoints,
         )
 
@@ -142,6 +143,7 @@ def dump(
     kubelet_dir: str | None = None,
     method: FingerprintMethod = FingerprintMethod.WITH_EXCLUSIVE_RESOURCES,
     numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER,
+    zone_names: ZoneNames = ZoneNames.NUMA_ID,
     ask_kubelet: bool = True,
 ) -> NodeTopology:
     out, err = sys.stdout, sys.stderr
@@ -155,6 +157,7 @@ def dump(
         kubelet_dir=kubelet_dir,
         method=method,
         numa_placement=numa_placement,
+        zone_names=zone_names,
         ask_kubelet=ask_kubelet,
         err=err,
     )
@@ -164,6 +167,8 @@ def dump(
         print(f"rte: warning: {finding.kind}: {finding.detail}", file=err)
     if computed.placement is not None and computed.placement.refused:
         print(f"rte: warning: no numaplacement published: {computed.placement.skipped}", file=err)
+    if computed.zone_names_warning is not None:
+        print(f"rte: warning: {computed.zone_names_warning}", file=err)
     if output == "json":
         json.dump(to_nrt(topology), out, indent=2)
         out.write("\n")
@@ -176,5 +181,5 @@ def dump(
         if computed.placement is not None and computed.placement.metadata is not None:
             for cid, numa in computed.placement.containers:
                 pinned.setdefault(numa, []).append(f"{cid.namespace}/{cid.pod}/{cid.container}")
-        out.write(render_table(topology, reading.machine, pinned))
+        out.write(render_table(topology, reading.machine, pinned, numbering=computed.numbering))
     return topology

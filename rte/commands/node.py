@@ -15,7 +15,7 @@ import click
 from rte.commands.errors import reports_errors
 from rte.commands.options import SettingsCommand, setting_flags
 from rte.commands.renamed import former_flag
-from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode
+from rte.model.vocabulary import FingerprintMethod, NumaPlacementMode, ZoneNames
 
 if TYPE_CHECKING:
     from rte.settings.schema import Schema
@@ -116,6 +116,14 @@ def fingerprint_cmd(
     help="container: publish which NUMA node each exclusive container sits on (numaplacement"
     " attributes, single-numa-node policy only); none: do not.",
 )
+@click.option(
+    "--zone-names",
+    type=click.Choice([m.value for m in ZoneNames], case_sensitive=False),
+    default=ZoneNames.NUMA_ID.value,
+    show_default=True,
+    help="numa-id: zones node-<kernel NUMA id>; dense: node-0..node-<k-1> by ascending id, for"
+    " consumers that crash on sparse ids (docs/compatibility.md).",
+)
 @_method_option("Which pods the fingerprint covers.")
 @former_flag("--kubelet-dir", "kubelet_dir")
 @reports_errors
@@ -128,6 +136,7 @@ def dump_cmd(
     kubelet_config: str | None,
     kubelet_dir: str | None,
     numa_placement: str,
+    zone_names: str,
     method: str,
 ) -> None:
     """Print the NodeResourceTopology this node would publish (nothing is written)."""
@@ -142,6 +151,7 @@ def dump_cmd(
         kubelet_dir=kubelet_dir,
         method=FingerprintMethod(method),
         numa_placement=NumaPlacementMode.parse(numa_placement, "--numa-placement"),
+        zone_names=ZoneNames.parse(zone_names, "--zone-names"),
         ask_kubelet=not no_kubelet,
     )
 

@@ -39,18 +39,29 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def render_table(
-    topology: NodeTopology, machine: Machine, pinned: Mapping[int, Sequence[str]] | None = None
+    topology: NodeTopology,
+    machine: Machine,
+    pinned: Mapping[int, Sequence[str]] | None = None,
+    *,
+    numbering: Mapping[int, int] | None = None,
 ) -> str:
-    """The table of ``rte dump``; ``pinned``: NUMA id -> the containers the published
-    numaplacement puts there (``namespace/pod/container``), listed under each zone."""
+    """The table of ``rte dump``; ``pinned``: published zone id -> the containers the published
+    numaplacement puts there (``namespace/pod/container``), listed under each zone.
+    ``numbering``: kernel NUMA id -> published zone id when the zones are renumbered
+    (``--zone-names dense``); each zone then also shows its kernel id."""
     lines = [f"NodeResourceTopology {topology.name}: {len(topology.zones)} NUMA zone(s)", ""]
     node_ids = set(machine.node_ids)
+    kernel_id = {published: kernel for kernel, published in (numbering or {}).items()}
     pci_by_node = Counter(d.numa_node for d in machine.pci_devices)
     for zone in topology.zones:
-        numa_id = zone.numa_id
+        published_id = zone.numa_id
+        numa_id = kernel_id.get(published_id, published_id) if published_id is not None else None
         cpus = machine.node(numa_id).cpus if numa_id in node_ids and numa_id is not None else frozenset()
         distances = " ".join(f"{c.name}={c.value}" for c in zone.costs) or "-"
-        lines.append(f"{zone.name}  cpus {format_cpuset(cpus) or '-'} ({len(cpus)})  distances {distances}")
+        kernel = f" (kernel NUMA node {numa_id})" if numbering is not None else ""
+        lines.append(
+            f"{zone.name}{kernel}  cpus {format_cpuset(cpus) or '-'} ({len(cpus)})  distances {distances}"
+        )
         if numa_id is not None and pci_by_node.get(numa_id):
             lines.append(f"  pci devices: {pci_by_node[numa_id]}")
         rows = [("  RESOURCE", "CAPACITY", "ALLOCATABLE", "AVAILABLE")]
@@ -66,8 +77,8 @@ def render_table(
         lines += _table(rows)
         for attr in zone.attributes:
             lines.append(f"  {attr.name}: {attr.value}")
-        if pinned and numa_id is not None and pinned.get(numa_id):
-            lines.append(f"  pinned containers (numaplacement): {', '.join(pinned[numa_id])}")
+        if pinned and published_id is not None and pinned.get(published_id):
+            lines.append(f"  pinned containers (numaplacement): {', '.join(pinned[published_id])}")
         lines.append("")
     packages = machine.packages()
     cores = machine.core_groups()

@@ -1,6 +1,7 @@
 """The zone model: what one node's NodeResourceTopology says, independent of its wire form.
 
-A :class:`NodeTopology` holds zones (NUMA nodes, ``type: Node``, named ``node-<kernel id>``),
+A :class:`NodeTopology` holds zones (NUMA nodes, ``type: Node``, named ``node-<kernel id>``, or
+``node-<position>`` when the agent publishes dense names: :mod:`rte.agent.compute.zonenames`),
 each with costs (NUMA distances), attributes and resources (capacity / allocatable / available),
 plus node-level attributes. Everything is immutable; :meth:`NodeTopology.canonical` returns the
 deterministic ordering every producer must emit so that two scans of the same state serialise to

@@ -15,6 +15,7 @@ concept, the enum's value:
   reproduces (``rte fit``, ``rte extender`` and ``rte simulate`` take it as ``--compat``).
 * :class:`NumaPlacementMode`: ``container`` / ``none``, the numaresources-operator's
   ``NUMAPlacementMode``: whether the agent publishes the numaplacement attributes.
+* :class:`ZoneNames`: ``numa-id`` / ``dense``, how the agent numbers the zones it publishes.
 """
 
 from __future__ import annotations
@@ -80,3 +81,17 @@ class NumaPlacementMode(Choice):
     """Publish which NUMA node each exclusive container sits on (:mod:`rte.agent.compute.placement`)."""
     NONE = "none"
     """Publish no placement: consumers fall back to their behaviour without it."""
+
+
+class ZoneNames(Choice):
+    """How the agent numbers its zones: ``node-<kernel NUMA id>``, or ``node-0..node-<k-1>``.
+
+    They differ only on a node whose NUMA ids are sparse (an offline or absent node: ids 0, 2, 3).
+    ``dense`` exists for consumers that index arrays by the id (scheduler-plugins' Score); the
+    costs and trade-offs are in docs/compatibility.md and :mod:`rte.agent.compute.zonenames`.
+    """
+
+    NUMA_ID = "numa-id"
+    """``node-<id>`` with the kernel's NUMA id: truthful, and stable when a node comes online."""
+    DENSE = "dense"
+    """``node-<i>`` with ``i`` the position of the NUMA id among the node's ids in ascending order."""

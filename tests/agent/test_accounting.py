@@ -339,7 +339,6 @@ def test_the_consumer_refuses_more_unknown_numa_devices_than_are_free_under_best
     devices held, a best-effort pod asking 2 is refused (devicemanager ``GetTopologyHints`` gives
     no hint, ``devicesToAllocate`` finds 1 free), 1 is admitted. Before #23 the agent published 2."""
     from rte.agent.compute.builder import accounting_attributes
-
     from rte.model.admission.admit import admit_pod
     from rte.model.admission.facts import facts_from_attributes
     from rte.model.admission.node import node_resources

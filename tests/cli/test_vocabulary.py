@@ -82,7 +82,9 @@ def test_the_agent_and_dump_spell_their_shared_inputs_alike() -> None:
     run, dump = main.commands["run"], main.commands["dump"]
     for flag in ("--sysfs-root", "--sysfs", "--node-name", "--podresources", "--kubelet-config"):
         assert flag in visible_flags(dump) and flag in visible_flags(run), flag
-    assert {"--kubelet-root", "--fingerprint-method"} <= visible_flags(dump) & visible_flags(run)
+    assert {"--kubelet-root", "--fingerprint-method", "--zone-names"} <= visible_flags(dump) & visible_flags(
+        run
+    )
 
 
 def test_a_flag_name_takes_the_same_kind_of_value_in_every_command() -> None:

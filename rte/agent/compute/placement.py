@@ -34,7 +34,9 @@ charge a pod to a zone it does not use. RTE does the same for devices and memory
 the zone ``node-<id>`` of its real id. With dense ids (0..n-1, nearly every machine) that is RTE's
 ``nn`` = number of nodes. With sparse ids (e.g. 0 and 2) RTE numbers its zones by list index and
 its encoder refuses id 2 with ``nn=2``; ours passes upstream's decoder, which reads the id from the
-zone name and only requires ids below ``nn``.
+zone name and only requires ids below ``nn``. With ``zone_names: dense`` the placement is encoded
+again in the dense numbering (``nn`` = number of zones), as RTE would publish it
+(:func:`rte.agent.compute.zonenames.renumber_placement`).
 """
 
 from __future__ import annotations

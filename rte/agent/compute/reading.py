@@ -23,7 +23,7 @@ from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
 from rte.model.pod import Pod
 from rte.model.quantity import Amount
-from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode
+from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode, ZoneNames
 from rte.podres.types import AllocatableResources, PodResources
 
 
@@ -66,13 +66,15 @@ class PublishingRules:
 
     ``informer_mode`` is the consumer's (it decides which pods the consumer counts, so ours must
     agree); ``exclude`` must match the consumer's exclusions too. ``numa_placement`` says whether
-    the numaplacement attributes are published (:mod:`rte.agent.compute.placement`).
+    the numaplacement attributes are published (:mod:`rte.agent.compute.placement`);
+    ``zone_names`` how the zones are numbered (:mod:`rte.agent.compute.zonenames`).
     """
 
     method: FingerprintMethod
     informer_mode: InformerMode = InformerMode.DEDICATED
     exclude: tuple[PodGlob, ...] = ()
     numa_placement: NumaPlacementMode = NumaPlacementMode.CONTAINER
+    zone_names: ZoneNames = ZoneNames.NUMA_ID
 
 
 @dataclass(frozen=True)

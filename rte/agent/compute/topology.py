@@ -29,8 +29,15 @@ from rte.agent.compute.builder import build_topology
 from rte.agent.compute.placement import Placement, compute_placement
 from rte.agent.compute.podset import fingerprint_pods
 from rte.agent.compute.reading import NodeReading
+from rte.agent.compute.zonenames import (
+    dense_numbering,
+    renumber_accounting,
+    renumber_placement,
+    sparse_ids_warning,
+)
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, Zone
+from rte.model.vocabulary import ZoneNames
 from rte.podres.types import AllocatableResources
 
 
@@ -39,6 +46,8 @@ class Computed:
     """The object, the accounting behind it, the pods its fingerprint covers, and the placement.
 
     ``fingerprinted`` None: no kubelet data, so nothing was counted and no fingerprint published.
+    ``accounting`` (with the placement vectors on its zones) is in kernel NUMA ids whatever the
+    zone names published; ``topology`` and ``placement`` are in the published numbering.
     """
 
     topology: NodeTopology
@@ -46,6 +55,10 @@ class Computed:
     fingerprinted: tuple[tuple[str, str], ...] | None
     placement: Placement | None = None
     """The numaplacement attributes published, or why none (:mod:`rte.agent.compute.placement`)."""
+    numbering: Mapping[int, int] | None = None
+    """Kernel NUMA id -> published zone id when the zones are renumbered (``dense``); None: the same."""
+    zone_names_warning: str | None = None
+    """Why the published zone names may crash a consumer (sparse ids published as they are)."""
 
     @property
     def consistent(self) -> bool:
@@ -53,8 +66,8 @@ class Computed:
         return self.accounting.consistent
 
     def available(self) -> dict[tuple[str, str], Amount]:
-        """Available per (zone name, resource): what the next reading's ``last_consistent`` holds."""
-        return {(z.name, r.name): r.available for z in self.topology.zones for r in z.resources}
+        """Available per (kernel zone name, resource): what the next reading's ``last_consistent`` holds."""
+        return {(z.name, r.name): r.available for z in self.accounting.zones for r in z.resources}
 
 
 def compute_topology(reading: NodeReading) -> Computed:
@@ -116,16 +129,23 @@ def compute_topology(reading: NodeReading) -> Computed:
         accounting = replace(
             accounting, zones=_with_zone_attributes(accounting.zones, placement.zone_attributes())
         )
+    to_publish = accounting
+    numbering = None
+    if reading.rules.zone_names is ZoneNames.DENSE:
+        numbering = dense_numbering(reading.machine.node_ids)
+        placement = renumber_placement(placement, numbering)
+        to_publish = renumber_accounting(accounting, numbering, placement.vectors)
     topology = build_topology(
         reading.node_name,
-        accounting,
+        to_publish,
         config=reading.config,
         fingerprint_pods=counted,
         fingerprint_method=reading.rules.method,
         fingerprint=sign,
         placement_metadata=placement.metadata,
     )
-    return Computed(topology, accounting, counted, placement)
+    warning = sparse_ids_warning(reading.machine.node_ids, reading.rules.zone_names)
+    return Computed(topology, accounting, counted, placement, numbering, warning)
 
 
 def _capped(zones: tuple[Zone, ...], ceiling: Mapping[tuple[str, str], Amount]) -> tuple[Zone, ...]:
