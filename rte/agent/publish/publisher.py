@@ -47,6 +47,9 @@ from rte.runtime.kubeclient import raw_get
 log = logging.getLogger(__name__)
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
+CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
+"""Read with a plain GET: the generated ``ApiextensionsV1Api`` and its CRD models are 1.9 MiB
+of the agent's resident memory for this one read (docs/performance.md, "Agent memory")."""
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -98,7 +101,6 @@ class Publisher:
         self._sleep = sleep
         self._objects = client.CustomObjectsApi(api_client)
         self._api = api_client
-        self._extensions = client.ApiextensionsV1Api(api_client)
         self._lock = threading.Lock()
         self._server: dict[str, Any] | None = None  # the last NRT the apiserver returned
         self._node_uid: str | None = None
@@ -113,7 +115,7 @@ class Publisher:
     def crd_ready(self) -> bool:
         """Whether the NRT CRD is installed and established (False on 404: wait and ask again)."""
         try:
-            crd = _json(self._extensions.read_custom_resource_definition(CRD_NAME, _preload_content=False))
+            crd = _json(raw_get(self._api, CRD_PATH))
         except Exception as e:
             if not is_api_error(e):
                 raise
