@@ -48,7 +48,7 @@ from rte.runtime.kubeclient import raw_get, raw_json_request
 log = logging.getLogger(__name__)
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
-NRT_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+_NRTS_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 """The NRTs, read, created and patched with plain requests: the generated ``CustomObjectsApi``
 is 1.5 MiB of the agent's resident memory."""
 CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
@@ -102,7 +102,7 @@ class Publisher:
         self._backoff = ApiRetryBackoff(backoff_base, backoff_cap, rng)
         self._sleep = sleep
         self._api = api_client
-        self._path = f"{NRT_PATH}/{quote(node_name, safe='')}"  # as the generated client quotes it
+        self._path = f"{_NRTS_PATH}/{quote(node_name, safe='')}"  # as the generated client quotes it
         self._lock = threading.Lock()
         self._server: dict[str, Any] | None = None  # the last NRT the apiserver returned
         self._node_uid: str | None = None
@@ -264,7 +264,7 @@ class Publisher:
 
     def _create(self, desired: dict[str, Any]) -> dict[str, Any]:
         obj = raw_json_request(
-            self._api, "POST", NRT_PATH, query=[("fieldManager", self.field_manager)], body=desired
+            self._api, "POST", _NRTS_PATH, query=[("fieldManager", self.field_manager)], body=desired
         )
         return _object(obj, f"POST {PLURAL}")
 
