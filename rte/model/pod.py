@@ -9,6 +9,7 @@ of KEP-2837 (:class:`PodLevelResources`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,16 @@ _QOS_RESOURCES = ("cpu", "memory")  # the only resources that decide the QoS cla
 PHASE_PENDING = "Pending"
 PHASE_RUNNING = "Running"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+NO_QUANTITIES: Mapping[str, Amount] = {}
+"""The one empty map every pod, container and resources object without a quantity shares (most
+limits, nearly every overhead): an agent keeps a :class:`Pod` for each pod of its node, and a
+fresh empty dict is 64 bytes a field. Typed read-only; nothing writes into it."""
+
+_AMOUNTS: dict[str, Amount] = {}
+"""Quantities by their text, so the thousand pods requesting ``100m`` share one Fraction
+(parsing makes a new one each time, ~100 bytes). Bounded by :data:`_AMOUNTS_MAX`."""
+_AMOUNTS_MAX = 4096
 
 PodKey = tuple[str, str]
 """``(namespace, name)``: how pods are told apart (the fingerprint hashes the same pair)."""
@@ -239,10 +250,32 @@ def resource_quantities(value: Any, where: str) -> dict[str, Amount]:
     out: dict[str, Amount] = {}
     for res, raw in value.items():
         try:
-            out[str(res)] = parse_quantity(raw)
+            out[sys.intern(str(res))] = _amount(raw)
         except ValueError as e:
             raise InputError(f"{where}.{res}", str(e)) from e
     return out
+
+
+def _amount(raw: Any) -> Amount:
+    """:func:`parse_quantity`, the same value shared between equal texts (Amounts are immutable)."""
+    if type(raw) is not str:
+        return parse_quantity(raw)
+    amount = _AMOUNTS.get(raw)
+    if amount is None:
+        amount = parse_quantity(raw)
+        if len(_AMOUNTS) < _AMOUNTS_MAX:
+            _AMOUNTS[raw] = amount
+    return amount
+
+
+def _shared_if_empty(quantities: dict[str, Amount]) -> Mapping[str, Amount]:
+    return quantities or NO_QUANTITIES
+
+
+def _text(value: Any) -> str:
+    """A field's text, interned: namespaces, phases, scheduler and container names repeat across
+    the pods of a node, and each decoded JSON document brings its own copy otherwise."""
+    return sys.intern(str(value))
 
 
 def nonnegative_quantities(value: Any, where: str) -> dict[str, Amount]:
@@ -275,10 +308,10 @@ def _container(value: Any, where: str) -> Container:
     requests, limits = _requirements(value.get("resources") or {}, f"{where}.resources")
     policy = value.get("restartPolicy")
     return Container(
-        name=str(value.get("name", "")),
-        requests=requests,
-        limits=limits,
-        restart_policy=str(policy) if policy else None,
+        name=_text(value.get("name", "")),
+        requests=_shared_if_empty(requests),
+        limits=_shared_if_empty(limits),
+        restart_policy=_text(policy) if policy else None,
     )
 
 
@@ -310,16 +343,16 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         # The apiserver refuses such a pod too: there would be nothing to request or admit.
         raise InputError(f"{source}: spec.containers", "a pod needs at least one container")
     return Pod(
-        namespace=str(metadata.get("namespace") or "default"),
+        namespace=_text(metadata.get("namespace") or "default"),
         name=str(name),
         uid=str(metadata.get("uid") or ""),
-        node_name=str(spec.get("nodeName") or ""),
-        phase=str(status.get("phase") or ""),
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=_text(spec.get("nodeName") or ""),
+        phase=_text(status.get("phase") or ""),
+        scheduler_name=_text(spec.get("schedulerName") or "default-scheduler"),
         containers=containers,
         init_containers=_containers(spec.get("initContainers"), f"{source}: spec.initContainers"),
-        overhead=nonnegative_quantities(spec.get("overhead"), f"{source}: spec.overhead"),
-        status_qos_class=str(status.get("qosClass") or ""),
+        overhead=_shared_if_empty(nonnegative_quantities(spec.get("overhead"), f"{source}: spec.overhead")),
+        status_qos_class=_text(status.get("qosClass") or ""),
         resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
         priority=_priority(spec.get("priority"), f"{source}: spec.priority"),
     )

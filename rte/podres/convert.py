@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, NoReturn
 
 from rte.errors import InputError
 from rte.podres.types import (
+    NO_CPUS,
     AllocatableResources,
     ClaimDevice,
     ContainerResources,
@@ -174,7 +176,9 @@ class _Reader:
         return number
 
     def cpu_ids(self, obj: dict[str, object], path: str) -> frozenset[int]:
-        return frozenset(self.natural(v, p, "CPU id") for v, p in self.repeated(obj, "cpu_ids", path))
+        return (
+            frozenset(self.natural(v, p, "CPU id") for v, p in self.repeated(obj, "cpu_ids", path)) or NO_CPUS
+        )
 
     def numa(self, obj: dict[str, object], path: str) -> tuple[int, ...]:
         return self.topology(obj, path)[0]
@@ -285,7 +289,9 @@ def get_from_json(data: object, source: str) -> PodResources | None:
 # protobuf (field types are guaranteed by the wire format; only values need checking)
 
 
-def _cpu_ids_pb(ids: Iterable[int], source: str, path: str) -> frozenset[int]:
+def _cpu_ids_pb(ids: Sequence[int], source: str, path: str) -> frozenset[int]:
+    if not ids:
+        return NO_CPUS
     result = frozenset(ids)
     if result and min(result) < 0:
         raise InputError(f"{source}: {path}", f"negative CPU id {min(result)}")
@@ -320,7 +326,7 @@ def pod_from_proto(msg: api_pb2.PodResources, source: str, path: str = "pod_reso
     """One ``PodResources`` message -> :class:`PodResources`; ``path`` locates it in errors."""
     containers = tuple(
         ContainerResources(
-            name=c.name,
+            name=sys.intern(c.name),
             cpu_ids=_cpu_ids_pb(c.cpu_ids, source, f"{path}.containers[{i}].cpu_ids"),
             devices=tuple(_device_pb(d) for d in c.devices),
             memory=tuple(_memory_pb(m) for m in c.memory),
@@ -329,7 +335,9 @@ def pod_from_proto(msg: api_pb2.PodResources, source: str, path: str = "pod_reso
         for i, c in enumerate(msg.containers)
     )
     return PodResources(
-        namespace=msg.namespace,
+        # Interned: a node's pods share a few namespaces and container names, and every decoded
+        # message brings its own copy of each otherwise.
+        namespace=sys.intern(msg.namespace),
         name=msg.name,
         containers=containers,
         cpu_ids=_cpu_ids_pb(msg.cpu_ids, source, f"{path}.cpu_ids"),

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+NO_CPUS: frozenset[int] = frozenset()
+"""The empty CPU set every pod and container without exclusive CPUs shares: CPython makes a new
+empty frozenset (216 bytes) each time one is built, and most pods of a node pin no CPU."""
+
 
 @dataclass(frozen=True, slots=True)
 class Device:
@@ -69,7 +73,7 @@ class ContainerResources:
     """Resources of one container. ``cpu_ids`` holds exclusively allocated CPUs only."""
 
     name: str
-    cpu_ids: frozenset[int] = frozenset()
+    cpu_ids: frozenset[int] = NO_CPUS
     devices: tuple[Device, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()
     dynamic_resources: tuple[DynamicResource, ...] = ()
@@ -86,7 +90,7 @@ class PodResources:
     namespace: str
     name: str
     containers: tuple[ContainerResources, ...] = ()
-    cpu_ids: frozenset[int] = frozenset()
+    cpu_ids: frozenset[int] = NO_CPUS
     memory: tuple[MemoryBlock, ...] = ()
 
 
@@ -98,6 +102,6 @@ class AllocatableResources:
     manager policy is ``Static``.
     """
 
-    cpu_ids: frozenset[int] = frozenset()
+    cpu_ids: frozenset[int] = NO_CPUS
     devices: tuple[Device, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()

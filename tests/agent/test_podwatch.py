@@ -271,3 +271,40 @@ def test_the_double_refuses_another_nodes_pods_and_other_identities(api_client: 
                 assert e.value.status == 403, (query, headers)
         finally:
             client.close()
+
+
+def test_a_list_of_several_pages_is_read_down_to_pods_as_each_page_arrives(
+    fake_apiserver: FakeApiServer, kube_api_client: Any, api_client: Any
+) -> None:
+    """The list is not held whole as decoded JSON until its end: what reaches the list handler
+    is each pod already read (docs/performance.md, "Agent memory"); pods and refusals on later
+    pages are all still seen."""
+    from kubernetes import client
+
+    from rte.agent.watch.rejections import Rejection
+
+    for i in range(5):
+        fake_apiserver.add_pod(f"p{i}", node_name=NODE)
+    fake_apiserver.add_pod("refused", node_name=NODE, phase="Pending")
+    status = {"phase": "Failed", "reason": "TopologyAffinityError", "message": "rejected"}
+    client.CoreV1Api(kube_api_client).patch_namespaced_pod("refused", "default", {"status": status})
+    rejected: list[Rejection] = []
+    watch = NodePodWatch(api_client, NODE, on_rejected=rejected.append, backoff_base=0.01)
+    reflector = watch._reflector
+    reflector.page_size = 2
+    handed: list[Any] = []
+    on_list = reflector._on_list
+
+    def spy(items: list[Any]) -> None:
+        handed.extend(items)
+        on_list(items)
+
+    reflector._on_list = spy
+    try:
+        watch.start()
+        assert watch.wait_synced(5)
+    finally:
+        watch.stop()
+    assert names(watch) == [f"default/p{i}" for i in range(5)] + ["default/refused"]
+    assert [r.pod for r in rejected] == ["default/refused"]
+    assert len(handed) == 6 and not any(isinstance(item, dict) for item in handed)

@@ -32,7 +32,7 @@ from rte.host.kubelet_state import CpuManagerState
 from rte.host.machine import Machine
 from rte.model.cpuset import format_cpuset
 from rte.model.quantity import Amount
-from rte.podres.types import AllocatableResources, PodResources
+from rte.podres.types import NO_CPUS, AllocatableResources, PodResources
 
 
 def threads_per_core(machine: Machine) -> int | None:
@@ -51,7 +51,7 @@ def listed_cpus(pods: Sequence[PodResources]) -> frozenset[int]:
         assigned |= pod.cpu_ids
         for container in pod.containers:
             assigned |= container.cpu_ids
-    return frozenset(assigned)
+    return frozenset(assigned) if assigned else NO_CPUS
 
 
 def checkpoint_cpus(state: CpuManagerState, machine_cpus: frozenset[int]) -> frozenset[int]:

@@ -62,6 +62,10 @@ class PodFacts:
     """Its fingerprint hash (:func:`rte.model.fingerprint.pod_hash`)."""
 
 
+_NO_DEVICES: frozenset[tuple[str, str]] = frozenset()
+"""Shared by the facts of every pod without devices (an empty frozenset is 216 bytes each)."""
+
+
 def pod_facts(pod: PodResources) -> PodFacts:
     """The facts of one pod, computed by the same functions the accounting from pods uses."""
     memory: dict[MemoryKey, tuple[int, int]] = {}
@@ -72,7 +76,7 @@ def pod_facts(pod: PodResources) -> PodFacts:
         key=(pod.namespace, pod.name),
         clean=pod_is_clean(pod),
         cpus=listed_cpus((pod,)),
-        devices=frozenset((res, device) for _, res, device in held_devices((pod,))),
+        devices=frozenset((res, device) for _, res, device in held_devices((pod,))) or _NO_DEVICES,
         memory=tuple((k, size, blocks) for k, (size, blocks) in memory.items()),
         exclusive=has_exclusive_assignment(pod),
         hash=fp.pod_hash(pod.namespace, pod.name),

@@ -38,17 +38,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
 
 from rte.agent.publish.nrtpatch import merge_patch
 from rte.agent.publish.retry import ApiRetryBackoff, Failure, classify, describe, is_api_error
 from rte.errors import PublishError, UnavailableError
 from rte.model.nrt import GROUP, PLURAL, VERSION, to_nrt
 from rte.model.topology import NodeTopology, OwnerReference
-from rte.runtime.kubeclient import raw_get
+from rte.runtime.kubeclient import raw_get, raw_json_request
 
 log = logging.getLogger(__name__)
 
 CRD_NAME = f"{PLURAL}.{GROUP}"
+_NRTS_PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+"""The NRTs, read, created and patched with plain requests: the generated ``CustomObjectsApi``
+is 1.5 MiB of the agent's resident memory."""
+CRD_PATH = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
+"""Read with a plain GET: the generated ``ApiextensionsV1Api`` and its CRD models are 1.9 MiB
+of the agent's resident memory for this one read (docs/performance.md, "Agent memory")."""
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -90,17 +97,14 @@ class Publisher:
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
     ) -> None:
-        from kubernetes import client
-
         self.node_name = node_name
         self.owner_reference = owner_reference
         self.field_manager = field_manager
         self.retries = max(0, retries)
         self._backoff = ApiRetryBackoff(backoff_base, backoff_cap, rng)
         self._sleep = sleep
-        self._objects = client.CustomObjectsApi(api_client)
         self._api = api_client
-        self._extensions = client.ApiextensionsV1Api(api_client)
+        self._path = f"{_NRTS_PATH}/{quote(node_name, safe='')}"  # as the generated client quotes it
         self._lock = threading.Lock()
         self._server: dict[str, Any] | None = None  # the last NRT the apiserver returned
         self._node_uid: str | None = None
@@ -119,7 +123,7 @@ class Publisher:
     def crd_ready(self) -> bool:
         """Whether the NRT CRD is installed and established (False on 404: wait and ask again)."""
         try:
-            crd = _json(self._extensions.read_custom_resource_definition(CRD_NAME, _preload_content=False))
+            crd = _json(raw_get(self._api, CRD_PATH))
         except Exception as e:
             if not is_api_error(e):
                 raise
@@ -275,7 +279,7 @@ class Publisher:
 
     def _read(self) -> dict[str, Any] | None:
         try:
-            obj: Any = self._objects.get_cluster_custom_object(GROUP, VERSION, PLURAL, self.node_name)
+            obj: Any = raw_json_request(self._api, "GET", self._path)
         except Exception as e:
             if is_api_error(e) and classify(e) is Failure.NOT_FOUND:
                 return None
@@ -283,21 +287,20 @@ class Publisher:
         return _object(obj, f"GET {PLURAL}/{self.node_name}")
 
     def _create(self, desired: dict[str, Any]) -> dict[str, Any]:
-        obj = self._objects.create_cluster_custom_object(
-            GROUP, VERSION, PLURAL, desired, field_manager=self.field_manager
+        obj = raw_json_request(
+            self._api, "POST", _NRTS_PATH, query=[("fieldManager", self.field_manager)], body=desired
         )
         return _object(obj, f"POST {PLURAL}")
 
     def _patch(self, patch: dict[str, Any]) -> dict[str, Any]:
         try:
-            obj = self._objects.patch_cluster_custom_object(
-                GROUP,
-                VERSION,
-                PLURAL,
-                self.node_name,
-                patch,
-                field_manager=self.field_manager,
-                _content_type=MERGE_PATCH,
+            obj = raw_json_request(
+                self._api,
+                "PATCH",
+                self._path,
+                query=[("fieldManager", self.field_manager)],
+                body=patch,
+                content_type=MERGE_PATCH,
             )
         except Exception as e:
             if is_api_error(e) and classify(e) is Failure.NOT_FOUND:

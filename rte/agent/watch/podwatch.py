@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rte.agent.watch.rejections import Rejection, RejectionTracker
+from rte.agent.watch.rejections import Refusal, Rejection, RejectionTracker, refused
 from rte.errors import InputError
 from rte.model.pod import Pod, PodKey, pod_from_manifest
 from rte.runtime.kubeclient import raw_list_call
@@ -92,6 +92,10 @@ class NodePodWatch:
             _node_pods_call(api_client, node_name, as_node=as_node),
             on_list=self._on_list,
             on_event=self._on_event,
+            # Each listed pod is read down to what is kept as its page arrives: the decoded JSON
+            # of a whole list (some 3 KiB a pod) would otherwise be held until its end, and the
+            # process keeps such a peak as resident memory (docs/performance.md, "Agent memory").
+            read_item=self._read_listed,
             watch_seconds=watch_seconds,
             connect_timeout=connect_timeout,
             backoff_base=backoff_base,
@@ -136,13 +140,17 @@ class NodePodWatch:
 
     # -- reflector callbacks (the watch thread) --------------------------------------------------
 
-    def _on_list(self, items: list[Obj]) -> None:
-        pods = {pod.key: pod for pod in map(self._pod, items) if pod is not None}
+    def _read_listed(self, obj: Obj) -> tuple[Pod | None, Refusal | None]:
+        """A listed pod as :meth:`_on_list` needs it: the pod, and its refusal if it is ours."""
+        return self._pod(obj), refused(obj) if self._ours(obj) else None
+
+    def _on_list(self, items: list[tuple[Pod | None, Refusal | None]]) -> None:
+        pods = {pod.key: pod for pod, _ in items if pod is not None}
         with self._lock:
             changed = pods != self._pods
             self._pods = pods
         log.debug("pod watch on %s: listed %d pods", self.node_name, len(pods))
-        for rejection in self._rejections.listed(item for item in items if self._ours(item)):
+        for rejection in self._rejections.listed_refused(r for _, r in items if r is not None):
             self._rejected(rejection)
         if changed:
             self._notify()

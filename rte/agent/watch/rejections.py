@@ -82,6 +82,16 @@ def rejection_of(obj: Mapping[str, Any]) -> Rejection | None:
     )
 
 
+Refusal = tuple[Rejection, float | None]
+"""A refused pod's rejection and its creation time (epoch seconds), when it has one."""
+
+
+def refused(obj: Mapping[str, Any]) -> Refusal | None:
+    """What :class:`RejectionTracker` needs of a listed pod: None unless the kubelet refused it."""
+    found = rejection_of(obj)
+    return None if found is None else (found, _created(obj))
+
+
 def _created(obj: Mapping[str, Any]) -> float | None:
     meta = obj.get("metadata")
     raw = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
@@ -109,18 +119,19 @@ class RejectionTracker:
 
     def listed(self, items: Iterable[Mapping[str, Any]]) -> list[Rejection]:
         """The rejections among a full list that were not returned before."""
+        return self.listed_refused(refusal for obj in items if (refusal := refused(obj)) is not None)
+
+    def listed_refused(self, refusals: Iterable[Refusal]) -> list[Rejection]:
+        """:meth:`listed` over the :func:`refused` pods of a full list, read as its pages came
+        (so the list's objects need not be kept until its end)."""
         first, self._listed = not self._listed, True
         now = self._wall()
         present: set[str] = set()
         new: list[Rejection] = []
-        for obj in items:
-            found = rejection_of(obj)
-            if found is None:
-                continue
+        for found, created in refusals:
             present.add(found.uid)
             if found.uid in self._seen:
                 continue
-            created = _created(obj)
             if first and created is not None and now - created > self.lookback:
                 continue  # refused before this agent's time; counted by the agent that saw it
             new.append(found)
