@@ -41,6 +41,7 @@ from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
 from rte.model.nrt import from_nrt
 from rte.model.pod import Pod, counts_for_fingerprint, pod_from_manifest, resource_quantities
 from rte.model.quantity import Amount
+from rte.model.timestamps import rfc3339_seconds
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import InformerMode
 from rte.runtime.reflector import Obj
@@ -78,15 +79,9 @@ Lease alone is not one: agents other than rte publish NRTs without a heartbeat."
 
 def parse_time(text: object, where: str) -> float:
     """Epoch seconds of an RFC 3339 time as the apiserver writes it; errors name ``where``."""
-    if not isinstance(text, str):
+    if isinstance(text, datetime):  # only strings come from the wire here
         raise InputError(where, f"expected an RFC 3339 time, got {text!r}")
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError as e:
-        raise InputError(where, f"not an RFC 3339 time: {text!r}") from e
-    if when.tzinfo is None:
-        raise InputError(where, f"time without a zone: {text!r}")
-    return when.timestamp()
+    return rfc3339_seconds(text, where)
 
 
 def last_change(obj: Obj) -> float | None:

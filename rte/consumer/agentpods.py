@@ -30,12 +30,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from rte.errors import InputError
 from rte.model.pod import PodKey
+from rte.model.timestamps import rfc3339_seconds
 
 
 class HeartbeatSource(StrEnum):
@@ -85,15 +85,8 @@ class AgentPodState:
 
 
 def _time(value: Any, field: str) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError as e:
-        raise InputError(field, f"not an RFC 3339 time: {value!r}") from e
-    if when.tzinfo is None:
-        raise InputError(field, f"time without a zone: {value!r}")
-    return when.timestamp()
+    """An optional time (absent or empty: None)."""
+    return rfc3339_seconds(value, field) if value else None
 
 
 def agent_pod_state(obj: Mapping[str, Any], source: str = "agent pod") -> AgentPodState | None:

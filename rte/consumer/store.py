@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from rte.consumer.nrtfile import read_nrt_file
 from rte.consumer.numaview import shared
 from rte.errors import InputError
 from rte.model.nrt import from_nrt
+from rte.model.timestamps import rfc3339_seconds
 from rte.model.topology import NodeTopology
 
 ADDED = "ADDED"
@@ -278,17 +278,7 @@ def heartbeat_from_lease(obj: Mapping[str, Any], source: str = "lease") -> tuple
     raw = spec.get("renewTime") or spec.get("acquireTime")
     if raw is None:
         return None
-    if isinstance(raw, datetime):  # the typed kubernetes client already decoded it
-        return name, raw.timestamp()
-    if not isinstance(raw, str):
-        raise InputError(f"{source}: spec.renewTime", f"expected an RFC 3339 time, got {raw!r}")
-    try:
-        when = datetime.fromisoformat(raw)
-    except ValueError as e:
-        raise InputError(f"{source}: spec.renewTime", f"not an RFC 3339 time: {raw!r}") from e
-    if when.tzinfo is None:
-        raise InputError(f"{source}: spec.renewTime", f"time without a zone: {raw!r}")
-    return name, when.timestamp()
+    return name, rfc3339_seconds(raw, f"{source}: spec.renewTime")
 
 
 def topologies_from_file(path: Path) -> list[NodeTopology]:

@@ -86,14 +86,20 @@ def total_request(requests: Iterable[Mapping[str, Amount]]) -> dict[str, Amount]
     return total
 
 
-def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> NumaView:
-    """A new view with each charge taken from the zone it names (clamped at 0)."""
+def per_zone_totals(charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> dict[int, dict[str, Amount]]:
+    """The charges (each NUMA id -> resource -> amount) added up per zone and resource."""
     per_zone: dict[int, dict[str, Amount]] = {}
     for charge in charges:
         for numa_id, amounts in charge.items():
             into = per_zone.setdefault(numa_id, {})
             for res, qty in amounts.items():
                 into[res] = into.get(res, 0) + qty
+    return per_zone
+
+
+def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> NumaView:
+    """A new view with each charge taken from the zone it names (clamped at 0)."""
+    per_zone = per_zone_totals(charges)
     if not per_zone:
         return view
     zones = tuple(

@@ -30,12 +30,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rte.consumer.cache.predict import ZoneCharge
+from rte.consumer.cache.reservations import per_zone_totals
 from rte.consumer.filter import filter_node
 from rte.consumer.lowerbound import is_lower_bound, mark_lower_bound
 from rte.consumer.numaview import NumaView
 from rte.consumer.requests import PreparedPod
 from rte.model.pod import Pod
-from rte.model.quantity import Amount
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +71,7 @@ def credited_view(view: NumaView, charges: Iterable[ZoneCharge]) -> NumaView:
     """``view`` with each charge given back to its zone, at most up to the zone's allocatable
     (when published). A reserve cache's lower bound stays one: each credit is room the kubelet
     gets back on that zone when the pod ends."""
-    per_zone: dict[int, dict[str, Amount]] = {}
-    for charge in charges:
-        for numa_id, amounts in charge.items():
-            into = per_zone.setdefault(numa_id, {})
-            for res, qty in amounts.items():
-                into[res] = into.get(res, 0) + qty
+    per_zone = per_zone_totals(charges)
     if not per_zone:
         return view
     zones = []
