@@ -152,6 +152,12 @@ class NumaView:
     """Per position: resource name -> allocatable, as published (kubelet-exact admission only)."""
     facts: NodeFacts = field(default_factory=NodeFacts)
     """What kubelet-exact admission reads from the node attributes, with the TM config."""
+    zone_shortfall: tuple[Mapping[str, Amount], ...] = ()
+    """Per position (empty: nothing anywhere): what a subtraction took beyond 0 and the clamp
+    hid (:func:`subtract_requests`), the zone then really being ``available - shortfall`` short.
+    Room given back to the zone pays it off first (:func:`signed_zones`): the reserve cache's
+    credits are applied before its reservations for that reason, and NUMA-aware preemption
+    credits its victims to the view the cache serves."""
     # Derived lookup tables (filled in __post_init__).
     available: Mapping[str, tuple[Amount, ...]] = field(init=False)
     """Per resource: available in every zone, 0 where the zone does not list it."""
@@ -207,9 +213,12 @@ class NumaView:
             }
         return cast(Mapping[str, Thresholds], got)
 
-    def with_zone_available(self, zones: Sequence[Mapping[str, Amount]]) -> NumaView:
-        """This view with other amounts left per zone (reservations subtracted): the shared
-        ``memo`` goes along, the view's own ``local`` tables do not (they read the amounts)."""
+    def with_zone_available(
+        self, zones: Sequence[Mapping[str, Amount]], shortfall: Sequence[Mapping[str, Amount]] = ()
+    ) -> NumaView:
+        """This view with other amounts left per zone (reservations subtracted) and what the
+        clamp at 0 hid (:attr:`zone_shortfall`): the shared ``memo`` goes along, the view's own
+        ``local`` tables do not (they read the amounts)."""
         return NumaView(
             node_name=self.node_name,
             tm=self.tm,
@@ -221,6 +230,7 @@ class NumaView:
             zone_capacity=self.zone_capacity,
             zone_allocatable=self.zone_allocatable,
             facts=self.facts,
+            zone_shortfall=tuple(shortfall),
             memo=self.memo,
         )
 
@@ -319,8 +329,27 @@ def subtract_requests(view: NumaView, requests: Iterable[Mapping[str, Amount]]) 
                 totals[res] = totals.get(res, 0) + qty
     if not totals:
         return view
-    zones = tuple(
-        {r: (max(a - totals[r], 0) if r in totals else a) for r, a in zone.items()}
-        for zone in view.zone_available
-    )
-    return view.with_zone_available(zones)
+    signed = [{r: a - totals.get(r, 0) for r, a in zone.items()} for zone in signed_zones(view)]
+    return view.with_zone_available(*clamped(signed))
+
+
+def signed_zones(view: NumaView) -> Sequence[Mapping[str, Amount]]:
+    """Per position: what the zone really has, negative where a subtraction went beyond 0
+    (``available - shortfall``, :attr:`NumaView.zone_shortfall`)."""
+    if not view.zone_shortfall:
+        return view.zone_available
+    return [
+        {r: a - short.get(r, 0) for r, a in zone.items()}
+        for zone, short in zip(view.zone_available, view.zone_shortfall, strict=True)
+    ]
+
+
+def clamped(
+    signed: Sequence[Mapping[str, Amount]],
+) -> tuple[list[dict[str, Amount]], list[dict[str, Amount]]]:
+    """Per position amounts that may be negative, as what a view shows (clamped at 0) and what
+    the clamp hid (empty when nothing was hidden); the arguments of
+    :meth:`NumaView.with_zone_available`."""
+    zones = [{r: a if a > 0 else 0 for r, a in zone.items()} for zone in signed]
+    shortfall = [{r: -a for r, a in zone.items() if a < 0} for zone in signed]
+    return zones, shortfall if any(shortfall) else []

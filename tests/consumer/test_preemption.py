@@ -4,6 +4,7 @@ admits the preemptor once the victims' zones are given back (rte.consumer.preemp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -306,3 +307,29 @@ def test_a_pod_the_cache_placed_alone_is_known_on_its_predicted_zone() -> None:
     _, cache = cache_with(nrt((4, 4)))
     cache.reserve("n1", p1)
     assert cache.known_zones("n1") == {p1.key: {0: {"cpu": 2, "memory": GIB}}}
+
+
+def test_a_victim_s_hold_first_pays_off_what_the_clamp_at_zero_hid() -> None:
+    """Regression (the placement and preempt branches merged, ``rte simulate --preemption numa``
+    counted false evictions): zone 0 has 1 CPU free, a pod in flight is charged 4 CPUs on every
+    zone, so the cache serves 0 there, clamped; 3 of the charge are hidden. Evicting ``v`` (3 CPUs
+    on zone 0) leaves the kubelet 1 + 3 - 4 = 0 on zone 0 when the in-flight pod lands there (and
+    it must: zone 1 has 2). Crediting ``v`` on the clamped 0 showed 3 and nominated the node for
+    a 3-CPU pod that the kubelet then could not place; the hold must first pay off the hidden
+    part, as the cache's own credits do (applied before reservations, rte.consumer.cache.placement)."""
+    v = running(reconcile_pod("v", 3))
+    store, cache = cache_with(nrt((4, 4)))
+    cache.on_pod_event(MODIFIED, v)
+    store.apply(MODIFIED, nrt((1, 2), [v], memory=(15 * GIB, 16 * GIB)))
+    assert cpus(cache) == (1, 2)
+    cache.learn_zones("n1", {v.key: {0: {"cpu": 3, "memory": GIB}}})
+    cache.reserve("n1", reconcile_pod("inflight", 4))
+    assert cpus(cache) == (0, 0)
+    view = cache.get("n1").view
+    assert view is not None
+    hold = cache.known_zones("n1")[v.key]
+    assert credited_view(view, [hold]).available["cpu"] == (0, 0)
+    preemptor = prepare_pod(replace(reconcile_pod("hi", 3), priority=HIGH))
+    assert choose_victims(preemptor, view, [Candidate(v, hold)], []) is None
+    # Enough given back, the hidden part paid off, the rest is room again.
+    assert credited_view(view, [hold, {0: {"cpu": 3}}]).available["cpu"] == (3, 0)  # 1 - 4 + 3 + 3

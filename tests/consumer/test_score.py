@@ -3,6 +3,7 @@
 
 import pytest
 
+from rte.consumer.cache.reservations import subtract_placed
 from rte.consumer.least_numa import average_distance, float32, normalize
 from rte.consumer.numaview import subtract_requests
 from rte.consumer.score import (
@@ -206,6 +207,20 @@ def test_subtracting_reservations_clamps_at_zero_and_skips_unlisted_resources() 
     reserved = subtract_requests(view(TWO_ZONES), [{"cpu": 3}, {"cpu": 3, DEV: 1}])
     assert reserved.available["cpu"] == (0, 2)
     assert DEV not in reserved.resource_names
+
+
+def test_what_the_clamp_hides_is_kept_and_a_credit_pays_it_off_first() -> None:
+    """Zone 0 (4 CPUs) overdrawn by 6 shows 0 and keeps the 2 it hid, through later subtractions
+    too; a credit (a negative charge) pays that off before it shows as room (why the reserve
+    cache and NUMA-aware preemption can credit ended pods on a clamped view)."""
+    reserved = subtract_requests(view(TWO_ZONES), [{"cpu": 3}, {"cpu": 3}])
+    assert reserved.available["cpu"] == (0, 2)
+    assert reserved.zone_shortfall == ({"cpu": 2}, {})
+    again = subtract_requests(reserved, [{"cpu": 1}])
+    assert again.available["cpu"] == (0, 1) and again.zone_shortfall == ({"cpu": 3}, {})
+    assert subtract_placed(again, [{0: {"cpu": -2}}]).available["cpu"] == (0, 1)
+    paid = subtract_placed(again, [{0: {"cpu": -5}}])
+    assert paid.available["cpu"] == (2, 1) and paid.zone_shortfall == ()
 
 
 # --- LeastNUMANodes -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rte.consumer.numaview import NumaView
+from rte.consumer.numaview import NumaView, clamped, signed_zones
 from rte.model.pod import Pod, kubelet_pod_request
 from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
@@ -98,15 +98,17 @@ def per_zone_totals(charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> di
 
 
 def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, Amount]]]) -> NumaView:
-    """A new view with each charge taken from the zone it names (clamped at 0)."""
+    """A new view with each charge taken from the zone it names (clamped at 0, what the clamp
+    hid kept as the view's :attr:`~rte.consumer.numaview.NumaView.zone_shortfall`; a negative
+    charge, a credit, pays that off first)."""
     per_zone = per_zone_totals(charges)
     if not per_zone:
         return view
-    zones = tuple(
-        {r: max(a - per_zone.get(numa_id, {}).get(r, 0), 0) for r, a in zone.items()}
-        for numa_id, zone in zip(view.ids, view.zone_available, strict=True)
-    )
-    return view.with_zone_available(zones)
+    signed = [
+        {r: a - per_zone.get(numa_id, {}).get(r, 0) for r, a in zone.items()}
+        for numa_id, zone in zip(view.ids, signed_zones(view), strict=True)
+    ]
+    return view.with_zone_available(*clamped(signed))
 
 
 def subtract_from_every_zone(

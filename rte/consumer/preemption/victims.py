@@ -33,7 +33,7 @@ from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.cache.reservations import per_zone_totals
 from rte.consumer.filter import filter_node
 from rte.consumer.lowerbound import is_lower_bound, mark_lower_bound
-from rte.consumer.numaview import NumaView
+from rte.consumer.numaview import NumaView, clamped, signed_zones
 from rte.consumer.requests import PreparedPod
 from rte.model.pod import Pod
 
@@ -70,21 +70,25 @@ class VictimChoice:
 def credited_view(view: NumaView, charges: Iterable[ZoneCharge]) -> NumaView:
     """``view`` with each charge given back to its zone, at most up to the zone's allocatable
     (when published). A reserve cache's lower bound stays one: each credit is room the kubelet
-    gets back on that zone when the pod ends."""
+    gets back on that zone when the pod ends, and it first pays off what the cache's clamp at 0
+    hid (:attr:`~rte.consumer.numaview.NumaView.zone_shortfall`: reservations beyond the zone's
+    room, which the kubelet may still place there). Added to the clamped amount instead, a
+    victim's hold would show room that pods in flight are about to take, and the node would be
+    nominated for a pod the kubelet then cannot place (a false eviction)."""
     per_zone = per_zone_totals(charges)
     if not per_zone:
         return view
-    zones = []
-    for i, numa_id in enumerate(view.ids):
-        zone = dict(view.zone_available[i])
+    signed = []
+    for i, (numa_id, amounts) in enumerate(zip(view.ids, signed_zones(view), strict=True)):
+        zone = dict(amounts)
         limit = view.zone_allocatable[i] if view.zone_allocatable else {}
         for res, qty in per_zone.get(numa_id, {}).items():
             if res not in zone:
                 continue  # the zone does not list it: the model has no room to give it back to
             raised = zone[res] + qty
             zone[res] = min(raised, limit[res]) if res in limit else raised
-        zones.append(zone)
-    out = view.with_zone_available(zones)
+        signed.append(zone)
+    out = view.with_zone_available(*clamped(signed))
     return mark_lower_bound(out) if is_lower_bound(view) else out
 
 
