@@ -16,10 +16,11 @@ SCRIPT = HACK / "build-image.sh"
 def run_with_path(
     tmp_path: Path, *tools: str, args: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    """The script with a PATH holding only ``tools`` (links to the real ones)."""
+    """The script with a PATH holding only ``tools`` (links to the real ones) and bash itself: a
+    tool may be a wrapper script run through ``/usr/bin/env bash`` (a version manager's shim)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in tools:
+    for tool in (*tools, "bash"):
         found = shutil.which(tool)
         if found is None:
             pytest.skip(f"{tool} is not installed here")
