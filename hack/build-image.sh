@@ -46,14 +46,7 @@ while (($#)); do
   esac
 done
 
-for tool in buildah mmdebstrap go; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "build-image: $tool is missing; install it with: apt-get install -y buildah mmdebstrap golang-go" >&2
-    exit 1
-  fi
-done
-
-native="$(go env GOHOSTARCH)"
+# Usage errors first (exit 2), whatever tools this machine has.
 IFS=, read -r -a arch_list <<<"$arches"
 declare -A qemu=([arm64]=aarch64 [amd64]=x86_64)
 declare -A wheel_arch=([arm64]=aarch64 [amd64]=x86_64)
@@ -62,6 +55,17 @@ for arch in "${arch_list[@]}"; do
     echo "build-image: unsupported architecture $arch (amd64, arm64)" >&2
     exit 2
   fi
+done
+
+for tool in buildah mmdebstrap go; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "build-image: $tool is missing; install it with: apt-get install -y buildah mmdebstrap golang-go" >&2
+    exit 1
+  fi
+done
+
+native="$(go env GOHOSTARCH)"
+for arch in "${arch_list[@]}"; do
   if [[ "$arch" != "$native" && ! -e "/proc/sys/fs/binfmt_misc/qemu-${qemu[$arch]}" ]]; then
     # Registered by binfmt-support but possibly disabled, or binfmt_misc not mounted yet.
     if [[ ! -e /proc/sys/fs/binfmt_misc/status ]]; then
