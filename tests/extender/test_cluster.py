@@ -169,7 +169,7 @@ def test_agent_leases_give_heartbeat_ages(
         state = node_state(http, "solo")
         assert 0 <= state["heartbeatAgeSeconds"] < 30
         assert state["stale"] is False
-        assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "leases"}
+        assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "pdbs", "leases"}
         leases.delete_namespaced_lease("solo", "rte")
         wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is None)
         http.close()
@@ -202,7 +202,7 @@ def test_agent_pod_readiness_gives_heartbeats_from_the_pod_watch(
     core.patch_namespaced_pod("impostor", "default", {"status": {"conditions": [ready]}})
     time.sleep(0.3)
     assert node_state(http, "solo")["stale"] is True
-    assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods"}
+    assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "pdbs"}
 
 
 def test_the_watches_survive_an_apiserver_outage_and_a_410(
@@ -229,7 +229,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     _, state = http.get("/state")
     assert state["watches"]["nrt"]["failures"] >= 1
     assert state["watches"]["nrt"]["lastError"]  # the outage, as the watch saw it
-    assert set(state["watches"]) == {"nrt", "pods"}
+    assert set(state["watches"]) == {"nrt", "pods", "pdbs"}
 
 
 def test_readyz_says_why_while_the_nrt_list_keeps_failing(
