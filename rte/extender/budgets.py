@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rte.consumer.preemption.pdb import Budget, budget_from_manifest
+from rte.consumer.store import DELETED
 from rte.errors import InputError
 
 log = logging.getLogger(__name__)
-
-DELETED = "DELETED"
 
 
 class BudgetIndex:
