@@ -221,7 +221,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     fake_apiserver.create_object(PLURAL, nrt("late", [{"cpu": 8, "memory": 16 * GI}], pods=[]))
     wait_for(lambda: store_cpu("late") == 8, timeout=10)  # resumed from its resourceVersion
     assert app.feeds.status()["nrt"]["lists"] == 1
-    assert fake_apiserver.wait_for_watches(2)  # NRTs and pods (the agents' readiness is read off the pods)
+    assert fake_apiserver.wait_for_watches(3)  # NRTs, pods (the agents' readiness too) and PDBs
     fake_apiserver.expire_watches()  # ERROR 410 on every watch: list again
     publish(objects, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
     wait_for(lambda: store_cpu("solo") == 4, timeout=10)
