@@ -97,8 +97,10 @@ class Pod:
     """``spec.priority``, which the priority admission plugin resolves from the pod's priority
     class (0 without one, as kube-scheduler reads it: ``corev1helpers.PodPriority``); only
     preemption reads it."""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    """``metadata.labels``: preemption matches them against PodDisruptionBudgets."""
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """``metadata.labels``: preemption matches them against PodDisruptionBudgets. Not part of a
+    pod's value (equality): a label change alters no accounting, and the agent's pod watch must
+    not wake for one (tests/agent/test_podwatch.py)."""
 
     @property
     def key(self) -> PodKey:
