@@ -155,8 +155,9 @@ def shape_key(pod: Pod, compat: Compat) -> Hashable:
     """Everything of ``pod`` that Filter and Score (their verdicts, zones, scores and reasons)
     read, hashable: pods with equal keys decide alike on every node.
 
-    Left out are the pod's identity (namespace, uid), its place in its life (node, phase) and
-    its scheduler, which no decision reads. The name is in the key only with pod-level resources:
+    Left out are the pod's identity (namespace, uid), its place in its life (node, phase), its
+    scheduler, priority and labels, which no Filter or Score decision reads (preemption alone
+    reads the last two). The name is in the key only with pod-level resources:
     it names the admission unit that then stands for the app containers (a reason may quote it);
     otherwise it names only the pod-scope unit, whose reasons say "the pod", and the pod-scope
     request, which no reason quotes. A test holds this: pods that differ in anything else never

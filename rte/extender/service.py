@@ -43,6 +43,7 @@ from rte.consumer.requests import PodShapes, PreparedPod, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.consumer.store import ADDED, DELETED, MODIFIED, NRTStore
 from rte.errors import InputError
+from rte.extender.budgets import BudgetIndex
 from rte.extender.gates import Gates
 from rte.extender.metrics import ExtenderMetrics
 from rte.extender.preempt import preempt_nodes
@@ -110,6 +111,8 @@ class ExtenderService:
         (:func:`~rte.consumer.preemption.placements.default_placements`)."""
         self._lock = threading.Lock()
         self._pods: dict[PodKey, Pod] = {}
+        self.budgets = BudgetIndex()
+        """The PodDisruptionBudgets the preempt verb counts (fed by the PDB watch)."""
         self._prepared: KeptByCost[bytes, PreparedPod] = KeptByCost(_PODS_PREPARED_KEPT, each=MAX_POD_KEPT)
         """The last few pods prepared, by their JSON as sent (see :meth:`_prepare`), bounded in
         bytes: a pod is some ten times its JSON once decoded and prepared."""
@@ -276,7 +279,7 @@ class ExtenderService:
         pod = pod_from_manifest(args.pod, source="ExtenderPreemptionArgs.Pod")
         with self._lock:
             prep = self._shapes.prepare(pod)
-        chosen = preempt_nodes(prep, args, self.cache, self.pods(), self.placements)
+        chosen = preempt_nodes(prep, args, self.cache, self.pods(), self.placements, self.budgets.snapshot())
         with self._lock:
             self._counters["preempt"] += 1
         return preemption_result(chosen)

@@ -1,10 +1,12 @@
-"""What the extender watches through the Kubernetes client: NRTs, pods, and the agents' heartbeats.
+"""What the extender watches through the Kubernetes client: NRTs, pods, PodDisruptionBudgets, and
+the agents' heartbeats.
 
 :class:`ClusterFeeds` runs :class:`~rte.runtime.reflector.Reflector` loops feeding the
 :class:`~rte.consumer.store.NRTStore` (NRTs, v1alpha2), the
 :class:`~rte.extender.service.ExtenderService` (pods, cluster-wide) and the store's heartbeats:
 by default the agent pods' readiness, read off the same pod watch
-(:mod:`rte.consumer.agentpods`: no watch and no write more), or the Leases the agents renew.
+(:mod:`rte.consumer.agentpods`: no watch and no write more), or the Leases the agents renew; and,
+with the pods, the PodDisruptionBudgets the preempt verb counts (:mod:`rte.extender.budgets`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ NRT_VERSION = "v1alpha2"
 NRT_PLURAL = "noderesourcetopologies"
 _ALL_PODS = "/api/v1/pods"
 """Every namespace's pods (``CoreV1Api.list_pod_for_all_namespaces``)."""
+_ALL_PDBS = "/apis/policy/v1/poddisruptionbudgets"
+"""Every namespace's PodDisruptionBudgets (``PolicyV1Api.list_pod_disruption_budget_for_all_namespaces``)."""
 
 
 class ClusterFeeds:
@@ -87,6 +91,17 @@ class ClusterFeeds:
                     raw_list_call(api_client, _ALL_PODS),
                     on_list=self._pod_list,
                     on_event=self._pod_event,
+                    **reflector_options,
+                )
+            )
+            # The preempt verb counts the PDB violations of the pods it adds; it adds only pods
+            # the pod watch knows, so without that watch there is nothing to count.
+            self.reflectors.append(
+                Reflector(
+                    "pdbs",
+                    raw_list_call(api_client, _ALL_PDBS),
+                    on_list=service.budgets.replace,
+                    on_event=service.budgets.on_event,
                     **reflector_options,
                 )
             )

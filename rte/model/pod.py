@@ -97,6 +97,10 @@ class Pod:
     """``spec.priority``, which the priority admission plugin resolves from the pod's priority
     class (0 without one, as kube-scheduler reads it: ``corev1helpers.PodPriority``); only
     preemption reads it."""
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """``metadata.labels``: preemption matches them against PodDisruptionBudgets. Not part of a
+    pod's value (equality): a label change alters no accounting, and the agent's pod watch must
+    not wake for one (tests/agent/test_podwatch.py)."""
 
     @property
     def key(self) -> PodKey:
@@ -355,7 +359,23 @@ def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
         status_qos_class=_text(status.get("qosClass") or ""),
         resources=_pod_level(spec.get("resources"), f"{source}: spec.resources"),
         priority=_priority(spec.get("priority"), f"{source}: spec.priority"),
+        labels=_labels(metadata.get("labels"), f"{source}: metadata.labels"),
     )
+
+
+NO_LABELS: Mapping[str, str] = {}
+"""The labels of every pod without any, shared."""
+
+
+def _labels(value: Any, where: str) -> Mapping[str, str]:
+    """``metadata.labels``, interned: the same keys and values repeat across a workload's pods."""
+    if not value:
+        return NO_LABELS
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InputError(where, "expected an object of strings")
+    return {sys.intern(k): sys.intern(v) for k, v in value.items()}
 
 
 def _priority(value: Any, where: str) -> int:

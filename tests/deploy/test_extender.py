@@ -13,6 +13,7 @@ import yaml
 from rte.cli import extender_cmd
 from rte.commands.options import setting_flags
 from rte.consumer.config import CacheMode, ForeignPodsDetect
+from rte.extender import watch
 from rte.extender.endpoint import PORT_NAME, slice_name
 from rte.extender.settings import EXTENDER_SCHEMA, extender_settings
 from tests.helpers.paths import DEPLOY
@@ -147,6 +148,7 @@ def test_rbac_reads_cluster_wide_and_writes_only_its_lease_and_endpointslice() -
             "verbs": ["get", "list", "watch"],
         },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["get", "list", "watch"]},
     ]
     heartbeats = one("Role", "rte-extender-heartbeats")
     assert heartbeats["metadata"]["namespace"] == "rte"  # the agents' Leases stay readable there
@@ -164,6 +166,21 @@ def test_rbac_reads_cluster_wide_and_writes_only_its_lease_and_endpointslice() -
     for binding in (one("ClusterRoleBinding"), *(o for o in objects() if o["kind"] == "RoleBinding")):
         assert binding["subjects"] == [SERVICE_ACCOUNT]
     assert pod_spec()["serviceAccountName"] == "rte-extender"
+
+
+def test_the_cluster_role_grants_every_cluster_wide_watch_the_extender_makes() -> None:
+    """The paths rte.extender.watch lists and watches across namespaces: a missing grant leaves
+    that reflector failing with 403 (for the PDBs: no violation counted for pods the preempt verb
+    adds)."""
+    nrts = f"/apis/{watch.NRT_GROUP}/{watch.NRT_VERSION}/{watch.NRT_PLURAL}"
+    rules = one("ClusterRole")["rules"]
+    for path in (nrts, watch._ALL_PODS, watch._ALL_PDBS):
+        parts = path.strip("/").split("/")
+        group = "" if parts[0] == "api" else parts[1]
+        assert any(
+            group in r["apiGroups"] and parts[-1] in r["resources"] and {"list", "watch"} <= set(r["verbs"])
+            for r in rules
+        ), path
 
 
 def test_everything_lives_in_its_own_namespace_enforcing_the_restricted_level() -> None:

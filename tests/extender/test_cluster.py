@@ -169,7 +169,7 @@ def test_agent_leases_give_heartbeat_ages(
         state = node_state(http, "solo")
         assert 0 <= state["heartbeatAgeSeconds"] < 30
         assert state["stale"] is False
-        assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "leases"}
+        assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "pdbs", "leases"}
         leases.delete_namespaced_lease("solo", "rte")
         wait_for(lambda: node_state(http, "solo").get("heartbeatAgeSeconds") is None)
         http.close()
@@ -202,7 +202,7 @@ def test_agent_pod_readiness_gives_heartbeats_from_the_pod_watch(
     core.patch_namespaced_pod("impostor", "default", {"status": {"conditions": [ready]}})
     time.sleep(0.3)
     assert node_state(http, "solo")["stale"] is True
-    assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods"}
+    assert set(http.get("/state")[1]["watches"]) == {"nrt", "pods", "pdbs"}
 
 
 def test_the_watches_survive_an_apiserver_outage_and_a_410(
@@ -221,7 +221,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     fake_apiserver.create_object(PLURAL, nrt("late", [{"cpu": 8, "memory": 16 * GI}], pods=[]))
     wait_for(lambda: store_cpu("late") == 8, timeout=10)  # resumed from its resourceVersion
     assert app.feeds.status()["nrt"]["lists"] == 1
-    assert fake_apiserver.wait_for_watches(2)  # NRTs and pods (the agents' readiness is read off the pods)
+    assert fake_apiserver.wait_for_watches(3)  # NRTs, pods (the agents' readiness too) and PDBs
     fake_apiserver.expire_watches()  # ERROR 410 on every watch: list again
     publish(objects, nrt("solo", [{"cpu": 4, "memory": 8 * GI}], pods=[]))
     wait_for(lambda: store_cpu("solo") == 4, timeout=10)
@@ -229,7 +229,7 @@ def test_the_watches_survive_an_apiserver_outage_and_a_410(
     _, state = http.get("/state")
     assert state["watches"]["nrt"]["failures"] >= 1
     assert state["watches"]["nrt"]["lastError"]  # the outage, as the watch saw it
-    assert set(state["watches"]) == {"nrt", "pods"}
+    assert set(state["watches"]) == {"nrt", "pods", "pdbs"}
 
 
 def test_readyz_says_why_while_the_nrt_list_keeps_failing(

@@ -20,6 +20,8 @@ Served (what the node agent and the scheduler-side consumer touch):
 - ``/api/v1/nodes[/{name}]``, ``/api/v1/pods`` and ``/api/v1/namespaces/{ns}/pods[/{name}]``
   (fieldSelector ``spec.nodeName=...``), ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases``,
   ``/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices`` (the extender leader's endpoint).
+- ``/apis/policy/v1/poddisruptionbudgets`` and
+  ``/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets[/{name}]``.
 - ``/version``, ``/healthz``, ``/readyz``, ``/livez`` and the discovery documents.
 
 Semantics kept from the real apiserver: one global resourceVersion bumped by every stored change

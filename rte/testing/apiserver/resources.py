@@ -134,4 +134,14 @@ ENDPOINT_SLICES = ResourceDef(
     namespaced=True,
 )
 
-BUILTIN = (CRDS, NODES, PODS, LEASES, ENDPOINT_SLICES)
+POD_DISRUPTION_BUDGETS = ResourceDef(
+    group="policy",
+    versions=("v1",),
+    plural="poddisruptionbudgets",
+    singular="poddisruptionbudget",
+    kind="PodDisruptionBudget",
+    namespaced=True,
+    short_names=("pdb",),
+)
+
+BUILTIN = (CRDS, NODES, PODS, LEASES, ENDPOINT_SLICES, POD_DISRUPTION_BUDGETS)
