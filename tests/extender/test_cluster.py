@@ -50,15 +50,6 @@ def app(fake_apiserver: FakeApiServer, fake_kubeconfig: Path) -> Iterator[Extend
 
 
 @pytest.fixture
-def http(app: ExtenderApp) -> Iterator[Client]:
-    assert app.server is not None
-    c = Client(app.server.url)
-    wait_for(lambda: c.get("/readyz")[0] == 200)
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def core(kube_api_client: Any) -> Any:
     return client.CoreV1Api(kube_api_client)
 

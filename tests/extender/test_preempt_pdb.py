@@ -86,15 +86,6 @@ def app(
 
 
 @pytest.fixture
-def http(app: ExtenderApp) -> Iterator[Client]:
-    assert app.server is not None
-    c = Client(app.server.url)
-    wait_for(lambda: c.get("/readyz")[0] == 200)
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def policy(kube_api_client: Any) -> Any:
     return client.PolicyV1Api(kube_api_client)
 
