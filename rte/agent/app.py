@@ -149,7 +149,7 @@ class _Cluster:
             qps=s.api_qps,
             timeout=s.request_timeout,
             user_agent=AGENT_USER_AGENT,
-            # JSON requests only (and the kubernetes package's parts on demand): 18 MiB less.
+            # JSON requests only, no pydantic nor kube_config: 14.6 MiB less (docs/performance.md).
             generated=False,
         )
         publisher = Publisher(
