@@ -8,6 +8,7 @@ it sends go through the apiserver double.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -120,3 +121,37 @@ def test_the_lean_client_loads_no_pydantic_nor_the_generated_client(kubeconfig: 
     run = subprocess.run([sys.executable, "-c", probe, str(kubeconfig)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n")[0] == "[]"
+
+
+_IN_CLUSTER = """
+import sys
+from rte.runtime.kubeimport import kubernetes_parts_on_demand
+assert kubernetes_parts_on_demand()  # as load_api_client does, before this probe's own import
+import kubernetes.config.incluster_config as incluster
+incluster.SERVICE_TOKEN_FILENAME, incluster.SERVICE_CERT_FILENAME = sys.argv[1:3]
+from rte.runtime.kubeclient import Source, load_api_client
+api = load_api_client(sources=(Source.IN_CLUSTER,), generated=False, user_agent="rte-agent/t")
+method, url, headers, _, _ = api.param_serialize("GET", "/api/v1/pods", [("watch", True)], {},
+                                                auth_settings=["BearerToken"])
+print(url, headers["authorization"], headers["User-Agent"])
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "requests", "dateutil")))
+"""
+
+
+def test_in_a_pod_the_lean_client_sends_the_service_accounts_token(tmp_path: Path) -> None:
+    # The deployed path: load_incluster_config's host, CA and token (with its refresh hook, which
+    # Configuration.auth_settings() calls) serve the lean client as they serve ApiClient.
+    (tmp_path / "token").write_text("t0ken")
+    (tmp_path / "ca.crt").write_text("not checked until a request\n")
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    run = subprocess.run(
+        [sys.executable, "-c", _IN_CLUSTER, str(tmp_path / "token"), str(tmp_path / "ca.crt")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:2] == [
+        "https://10.96.0.1:443/api/v1/pods?watch=true bearer t0ken rte-agent/t",  # the client's spelling
+        "[]",
+    ]
