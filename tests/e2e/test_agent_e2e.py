@@ -64,7 +64,7 @@ def test_the_first_publish_stores_the_computed_nrt_owned_by_the_node(
     assert agent.alive
 
 
-def test_the_agent_runs_without_pydantic_or_the_kubeconfig_plugins(
+def test_the_running_agent_has_not_loaded_pydantic(
     start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
 ) -> None:
     # Issue #27's memory budget: the agent's lean API client and kubeconfig reader keep pydantic
