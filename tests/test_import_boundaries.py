@@ -96,6 +96,29 @@ def test_the_agents_commands_load_no_numpy() -> None:
     assert [m for m in loaded if m.startswith("rte.consumer.kernel")] == []
 
 
+LARGEST_SYSFS = Path(__file__).parent / "fixtures/sysfs/dell-r640-2s-xeon6230r-2numa-sriov-vfs/sys"
+
+
+def test_a_plain_sysfs_dump_loads_no_grpc_kubernetes_yaml_or_numpy() -> None:
+    # `rte dump --no-kubelet` is a start-up-bound command (issue #27: at most 5x a bare
+    # interpreter start): it reads sysfs and prints JSON, so the gRPC runtime, the Kubernetes
+    # client, YAML and NumPy (each tens of milliseconds of import) must stay out of it.
+    script = (
+        "import json, runpy, sys\n"
+        f"sys.argv = ['rte', 'dump', '--sysfs', {str(LARGEST_SYSFS)!r}, '--no-kubelet', '-o', 'json']\n"
+        "try:\n"
+        "    runpy.run_module('rte', run_name='__main__')\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    assert json.loads(run.stdout)["kind"] == "NodeResourceTopology"
+    loaded = json.loads(run.stderr.splitlines()[-1])
+    heavy = ("grpc", "google", "kubernetes", "urllib3", "yaml", "numpy", "prometheus_client", "pydantic")
+    assert [m for m in loaded if m.split(".")[0] in heavy] == []
+
+
 def _imported_names(path: Path, package: str) -> set[str]:
     """Every module an ``import`` in ``path`` names, function-level imports included."""
     names: set[str] = set()

@@ -134,9 +134,6 @@ class _Cluster:
         api_client: Any,
         on_nrt_changed: Callable[[str], None] = lambda what: None,
     ) -> None:
-        from rte.runtime.kubeimport import kubernetes_parts_on_demand
-
-        kubernetes_parts_on_demand()  # before the first kubernetes import: 3.8 MiB less resident
         from rte.agent.publish.heartbeat import Heartbeat
         from rte.agent.publish.publisher import Publisher
         from rte.agent.watch.nrtwatch import OwnNrtWatch
@@ -152,6 +149,8 @@ class _Cluster:
             qps=s.api_qps,
             timeout=s.request_timeout,
             user_agent=AGENT_USER_AGENT,
+            # JSON requests only, no pydantic nor kube_config: 14.6 MiB less (docs/performance.md).
+            generated=False,
         )
         publisher = Publisher(
             self.api,

@@ -134,11 +134,15 @@ def load_api_client(
     qps: float = 5.0,
     timeout: float = 10.0,
     user_agent: str = f"rte/{__version__}",
+    generated: bool = True,
 ) -> Any:
     """A configured ``ApiClient`` (see the module's docstring for where its configuration comes from).
 
     ``qps`` <= 0 turns pacing off. ``timeout`` (seconds) bounds connect and each read of a
-    request that sets no timeout of its own.
+    request that sets no timeout of its own. ``generated=False``: a
+    :class:`~rte.runtime.restclient.LeanApiClient`, enough for :func:`raw_get`,
+    :func:`raw_json_request` and :func:`raw_list_call` and 10 MiB lighter (no pydantic); the
+    generated API classes need :func:`~rte.runtime.restclient.generated_api_client` of it.
     """
     import urllib3
     import yaml
@@ -165,16 +169,27 @@ def load_api_client(
 
             load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            from kubernetes.config.kube_config import load_kube_config
+            # The lean client's callers (the agent) read a kubeconfig of static credentials
+            # themselves: kube_config's imports are 15 MiB (rte.runtime.kubeconfig).
+            from rte.runtime.kubeconfig import load_static_kubeconfig
 
-            load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
+            if generated or not load_static_kubeconfig(path, context or None, cfg):
+                from kubernetes.config.kube_config import load_kube_config
+
+                load_kube_config(config_file=path, context=context or None, client_configuration=cfg)  # type: ignore[no-untyped-call]
     except ConfigException as e:
         raise ConfigError(where, f"cannot load the apiserver configuration: {e}") from e
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as e:
         # A file that is unreadable or not a kubeconfig at all.
         raise ConfigError(where, f"not a usable kubeconfig: {type(e).__name__}: {e}") from e
     cfg.retries = False
-    api_client = client.ApiClient(cfg)
+    api_client: Any
+    if generated:
+        api_client = client.ApiClient(cfg)
+    else:
+        from rte.runtime.restclient import LeanApiClient
+
+        api_client = LeanApiClient(cfg)
     api_client.user_agent = user_agent
     bucket = TokenBucket(qps, max(1, round(2 * qps))) if qps > 0 else None
     rest: Any = api_client.rest_client

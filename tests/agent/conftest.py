@@ -14,8 +14,10 @@ from rte.testing.apiserver import FakeApiServer
 
 @pytest.fixture
 def api_client(fake_apiserver: FakeApiServer, tmp_path: Path) -> Iterator[Any]:
-    """The agent's own API client (unpaced: qps=0) for the apiserver double, via a kubeconfig."""
-    client = load_api_client(str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig")), qps=0)
+    """The agent's own API client (unpaced: qps=0) for the apiserver double, via a kubeconfig: the
+    lean one without the generated ``ApiClient``, as ``rte run`` builds it."""
+    kubeconfig = str(fake_apiserver.write_kubeconfig(tmp_path / "kubeconfig"))
+    client = load_api_client(kubeconfig, qps=0, generated=False)
     try:
         yield client
     finally:

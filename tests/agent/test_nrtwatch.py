@@ -55,7 +55,9 @@ def edit(api_client: Any, patch: dict[str, Any], name: str = NODE) -> None:
     """A merge patch by someone else (another field manager)."""
     from kubernetes import client
 
-    client.CustomObjectsApi(api_client).patch_cluster_custom_object(
+    from rte.runtime.restclient import generated_api_client
+
+    client.CustomObjectsApi(generated_api_client(api_client)).patch_cluster_custom_object(
         GROUP,
         VERSION,
         PLURAL,

@@ -64,6 +64,20 @@ def test_the_first_publish_stores_the_computed_nrt_owned_by_the_node(
     assert agent.alive
 
 
+def test_the_running_agent_has_not_loaded_pydantic(
+    start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet
+) -> None:
+    # Issue #27's memory budget: the agent's lean API client and kubeconfig reader keep pydantic
+    # (the generated ApiClient's) and requests/oauthlib (kube_config's) out of the process, 14.6
+    # MiB. pydantic's native module would show in the process's mappings, as gRPC's does.
+    agent = start_agent("--lease-duration", "0")  # the heartbeat, off by default, loads the Lease API
+    first_publish(agent, api, kubelet)
+    wait_for(lambda: agent.get("/readyz")[0] == 200, 5, "/readyz to answer 200")
+    maps = Path(f"/proc/{agent.proc.pid}/maps").read_text()
+    assert "cygrpc" in maps
+    assert "_pydantic_core" not in maps
+
+
 def test_a_pod_added_then_removed_at_the_kubelet_reaches_the_nrt_within_two_seconds(
     start_agent: AgentFactory, api: FakeApiServer, kubelet: FakeKubelet, tmp_path: Path
 ) -> None:

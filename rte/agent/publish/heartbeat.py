@@ -73,6 +73,8 @@ class Heartbeat:
     ) -> None:
         from kubernetes import client
 
+        from rte.runtime.restclient import generated_api_client
+
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, got {lease_seconds}")
         self.node_name = node_name
@@ -81,7 +83,9 @@ class Heartbeat:
         self.holder = f"{HOLDER_PREFIX}{node_name}"
         self._clock = clock
         self._client = client
-        self._leases = client.CoordinationV1Api(api_client)
+        # The agent's client is the lean one (rte.runtime.restclient); the Lease needs the
+        # generated API class, loaded only when the heartbeat is on.
+        self._leases = client.CoordinationV1Api(generated_api_client(api_client))
         self._lease: Any = None  # the last V1Lease the server returned
 
     def renew(self) -> None:
