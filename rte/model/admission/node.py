@@ -117,11 +117,11 @@ class NodeResources:
         """The resources with devices shared by several zones (:func:`.devices.device_layouts`)."""
         if not self.facts.shared_devices:
             return {}
-        got = self.tables.get("device-layouts")
+        shared = self.facts.shared_devices
+        key = ("device-layouts", shared)  # the free counts change; tables may outlive them
+        got = self.tables.get(key)
         if got is None:
-            got = self.tables["device-layouts"] = device_layouts(
-                self.ids, self.devices, self.facts.shared_devices
-            )
+            got = self.tables[key] = device_layouts(self.ids, self.devices, shared)
         return got  # type: ignore[return-value]
 
     def group_masks(self) -> list[int]:
