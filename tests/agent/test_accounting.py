@@ -398,3 +398,18 @@ def test_devices_attached_to_several_zones_are_grouped_with_their_free_count() -
     attributes = accounting_attributes(result, STATIC)
     assert attributes["nodeMultiNUMAResources"] == "vendor.com/gpu:0,2=1/2"
     assert "nodeMultiNUMAResources" not in accounting_attributes(account(_machine(), STATIC, None), STATIC)
+
+
+def test_more_shared_device_groups_than_the_bound_are_not_published() -> None:
+    """The attribute stays bounded: past ``MAX_GROUPS`` items the agent leaves it out and the
+    consumer reads the zones alone (documented in docs/many-numa.md)."""
+    from rte.agent.compute.accounting import Accounting
+    from rte.agent.compute.builder import accounting_attributes
+    from rte.model.shared_devices import MAX_GROUPS, SharedDevices
+
+    groups = tuple(SharedDevices(f"vendor.com/d{i}", (0, 2), 1, 1) for i in range(MAX_GROUPS + 1))
+    assert "nodeMultiNUMAResources" not in accounting_attributes(
+        Accounting((), shared_devices=groups), STATIC
+    )
+    kept = accounting_attributes(Accounting((), shared_devices=groups[:MAX_GROUPS]), STATIC)
+    assert kept["nodeMultiNUMAResources"].count(";") == MAX_GROUPS - 1
