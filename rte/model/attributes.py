@@ -23,6 +23,7 @@ __all__ = [
     "KUBELET_FEATURE_GATE_PREFIX",
     "MEMORY_MANAGER_NUMA_GROUPS",
     "MEMORY_MANAGER_POLICY",
+    "MULTI_NUMA_DEVICES",
     "NON_NUMA_DEVICES",
     "RESERVED_SYSTEM_CPUS",
     "TOPOLOGY_MANAGER_MAX_NUMA_NODES",
@@ -74,6 +75,11 @@ while other devices of the resource have one), ``name=count,...``; a resource wh
 are all held is published with 0. The device manager counts them toward no NUMA mask, so a
 request that needs them gets no hint; the consumer reads the count as the free devices it adds
 to the zones' ones. Distinct from :data:`NON_NUMA_DEVICES` (no topology: no constraint)."""
+MULTI_NUMA_DEVICES = "nodeMultiNUMAResources"
+"""Node-level attribute: devices attached to several NUMA nodes, per resource and NUMA set, free
+and allocatable (``nvidia.com/gpu:0-1=1/2;...``, :mod:`rte.model.shared_devices`). The zones still
+count each such device in every zone it is attached to; this says which of those counts are one
+shared device, so a consumer can count it once per mask as the device manager does."""
 KUBELET_FEATURE_GATE_PREFIX = "kubeletFeatureGate"
 """Node-level attribute prefix: ``kubeletFeatureGate<GateName>`` = ``true``/``false`` for the
 kubelet feature gates that change admission (pod-level resources, KEP-2837 and KEP-5526), with

@@ -66,7 +66,8 @@ class SimConfig:
     """Pods created in the run."""
     shapes: str = field(default=DEFAULT_SHAPES, metadata=setting(STR, flag="shape", check=parse_node_shapes))
     """Node shapes, e.g. '70%:2x32c2t-192Gi,30%:4x16c-128Gi+nic4' (zones x CPUs per zone,
-    optionally in cores of N threads: 2t; node memory; per-zone extras: hpN, <device>N)."""
+    optionally in cores of N threads: 2t; node memory; per-zone extras: hpN, <device>N;
+    <device>N@W: N devices attached to each group of W consecutive zones)."""
     pod_mix: str = field(default=DEFAULT_POD_MIX, metadata=setting(STR, check=parse_pod_mix))
     """Pod shapes, e.g. '80%:4c-8Gi,20%:2x2c-4Gi+nic1' (containers x per-container request,
     Guaranteed). CPUs may be fractional (1.5c); per-pod extras: +init<C>c[-<mem>] (init container),

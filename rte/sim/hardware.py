@@ -38,11 +38,18 @@ class NodeHardware:
     zone_memory: tuple[Mapping[str, int], ...]
     """Allocatable bytes per zone for ``memory`` and (if any) ``hugepages-1Gi``."""
     zone_devices: tuple[Mapping[str, tuple[str, ...]], ...]
-    """Device ids per zone, by resource name."""
+    """Device ids per zone, by resource name; a device attached to several zones is in each."""
     node_allocatable: Mapping[str, int]
     """What the Node object's ``status.allocatable`` would say (for the node-level fit)."""
     cpu_topology: CpuTopology
     """Zone and core of every CPU, what the CPU manager allocates by."""
+    shared_devices: tuple[tuple[str, tuple[int, ...], tuple[str, ...]], ...] = ()
+    """(resource, zones, device ids) of each group of devices attached to several zones."""
+
+    @property
+    def device_zones(self) -> Mapping[str, tuple[int, ...]]:
+        """The zones of every device attached to several (others are in one zone)."""
+        return {d: zones for _, zones, ids in self.shared_devices for d in ids}
 
     @property
     def zones(self) -> int:
@@ -135,6 +142,23 @@ def build_hardware(
         }
         for z in zones
     )
+    # Devices attached to several zones: listed in each of their zones, as the kubelet lists a
+    # device once per NUMA node (and as the zones of an NRT count it).
+    shared = tuple(
+        (
+            res,
+            tuple(range(first, first + span)),
+            tuple(f"{res.rsplit('/', 1)[-1]}-s{first}-{i}" for i in range(n)),
+        )
+        for res, (n, span) in sorted(shape.shared_devices.items())
+        for first in range(0, shape.zones, span)
+    )
+    if shared:
+        merged = [{res: list(ids) for res, ids in row.items()} for row in zone_devices]
+        for res, group_zones, ids in shared:
+            for z in group_zones:
+                merged[z].setdefault(res, []).extend(ids)
+        zone_devices = tuple({res: tuple(ids) for res, ids in row.items()} for row in merged)
     allocatable = AllocatableResources(
         cpu_ids=frozenset(c for row in zone_cpus for c in row),
         devices=tuple(
@@ -149,8 +173,8 @@ def build_hardware(
     for z in zones:
         for res, amount in zone_memory[z].items():
             totals[res] = totals.get(res, 0) + amount
-        for res, dev_ids in zone_devices[z].items():
-            totals[res] = totals.get(res, 0) + len(dev_ids)
+    for res in {res for row in zone_devices for res in row}:  # a shared device counts once
+        totals[res] = len({d for row in zone_devices for d in row.get(res, ())})
     return NodeHardware(
         shape=shape,
         machine=machine,
@@ -159,6 +183,7 @@ def build_hardware(
         zone_cpus=zone_cpus,
         zone_memory=tuple(zone_memory),
         zone_devices=zone_devices,
+        shared_devices=shared,
         node_allocatable=totals,
         cpu_topology=CpuTopology(
             zone_of={cpu: z for z in zones for cpu in zone_all[z]},

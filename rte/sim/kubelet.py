@@ -16,7 +16,9 @@ model exactly what is left:
 * memory and hugepages: the model's own exact step (the memory manager fills a mask's zones
   lowest id first, using the pod's reusable init-container memory for the same mask first);
 * devices: the pod's reusable devices first, then free ones of the mask's zones, lowest zone and
-  id first, then any other (devicemanager ``manager.go``, ``devicesToAllocate``).
+  id first, then any other (devicemanager ``manager.go``, ``devicesToAllocate``); a device
+  attached to several zones is aligned with a mask holding any of them (``filterByAffinity``)
+  and taking it takes it from each of its zones.
 
 Only Guaranteed containers with whole CPUs get exclusive CPUs and memory; fractional and
 Burstable ones run on the shared pool. No NUMA alignment applies to ``ephemeral-storage`` (no
@@ -42,6 +44,7 @@ from rte.model.admission.node import NodeFacts, NodeResources, Working
 from rte.model.admission.reasons import UNEXPECTED_ADMISSION_ERROR
 from rte.model.admission.units import KIND_INIT, KIND_SIDECAR, AdmissionUnit, pod_admission_units
 from rte.model.pod import Pod
+from rte.model.shared_devices import SharedDevices
 from rte.model.topology_manager import POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE, SCOPE_CONTAINER, SCOPE_POD
 from rte.podres.types import ContainerResources, Device, MemoryBlock, PodResources
 from rte.sim.cpus import allocate_cpus
@@ -94,6 +97,7 @@ class _Allocation:
             z: {r: list(ids) for r, ids in row.items()} for z, row in enumerate(kubelet.free_devices)
         }
         self.reuse_devices: dict[str, list[tuple[int, str]]] = {}
+        """Per resource: (mask of its zones, id) of the devices later containers may reuse."""
         self.cpus: set[int] = set()
         self.memory: dict[tuple[int, str], int] = {}
         self.memory_zones: list[int] = []
@@ -157,23 +161,33 @@ class _Allocation:
         got = reusable[:count]
         del reusable[: len(got)]
         order = sorted(self.devices, key=lambda z: (mask is not None and not mask >> z & 1, z))
+        shared_zones = self.kubelet.hardware.device_zones
+        groups = working.dev_groups.get(resource, [])
         for z in order:
             pool = self.devices[z].get(resource, [])
-            ids = pool[: count - len(got)]
-            if ids:
-                del pool[: len(ids)]
-                working.dev_free[resource][z] -= len(ids)
-                working.dev_free_total[resource] -= len(ids)
-                self.taken_devices.extend((z, resource, d) for d in ids)
-                got.extend((z, d) for d in ids)
+            # devicemanager filterByAffinity: a device meeting the hint (any of its zones) is
+            # aligned; the zones of the hint come first, so their devices, shared ones included,
+            # are taken before any other.
+            for d in list(pool[: count - len(got)]):
+                zones = shared_zones.get(d, (z,))
+                device_mask = sum(1 << y for y in zones)
+                for y in zones:
+                    self.devices[y][resource].remove(d)
+                    working.dev_free[resource][y] -= 1
+                    self.taken_devices.append((y, resource, d))
+                for group in groups:
+                    if group[0] == device_mask:
+                        group[1] -= 1
+                working.dev_free_total[resource] -= 1
+                got.append((device_mask, d))
         assert len(got) == count, "the model admitted more devices than are free"
         if unit.kind == KIND_INIT:
             reusable.extend(got)
         reuse_zones = 0
-        for z, _ in reusable:
-            reuse_zones |= 1 << z
+        for device_mask, _ in reusable:
+            reuse_zones |= device_mask
         working.dev_reuse[resource] = (reuse_zones, len(reusable))
-        return [Device(resource, (d,), (z,)) for z, d in got]
+        return [Device(resource, (d,), (z,)) for device_mask, d in got for z in positions(device_mask)]
 
 
 @dataclass
@@ -285,9 +299,13 @@ class SimKubelet:
                 for r in sorted({r for row in hw.zone_devices for r in row})
             }
             facts = self._facts
-            if self._mem.groups() != facts.memory_groups:
+            shared = self._shared_devices()
+            if self._mem.groups() != facts.memory_groups or shared != facts.shared_devices:
                 facts = self._facts = NodeFacts(
-                    policy=self.policy, scope=self.scope, memory_groups=self._mem.groups()
+                    policy=self.policy,
+                    scope=self.scope,
+                    memory_groups=self._mem.groups(),
+                    shared_devices=shared,
                 )
             self._node = NodeResources(
                 ids=tuple(zones),
@@ -300,6 +318,15 @@ class SimKubelet:
                 tables=self._tables,  # only sums of rows that never change are memoised there
             )
         return self._node
+
+    def _shared_devices(self) -> tuple[SharedDevices, ...]:
+        """The devices attached to several zones, per group, with how many are free: what the
+        device manager knows of each device's NUMA nodes (``nodeMultiNUMAResources`` for an NRT)."""
+        out = []
+        for res, zones, ids in self.hardware.shared_devices:
+            free = set(self.free_devices[zones[0]].get(res, ()))
+            out.append(SharedDevices(res, zones, sum(1 for d in ids if d in free), len(ids)))
+        return tuple(sorted(out))
 
     def decide(self, pod: Pod) -> tuple[Admission, _Allocation]:
         """The kubelet's verdict on ``pod`` now, and what it would allocate (nothing changes)."""

@@ -10,7 +10,10 @@ the CLI prints one line instead of a traceback.
   socket per zone), grouped into cores of ``<threads>`` hardware threads (default 1: no SMT).
   ``memory`` is the node's regular memory (hugepages excluded), split evenly over its zones.
   Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or ``<name><N>`` (N devices of
-  ``example.com/<name>``). Percentages must add up to 100; a single entry may omit its percentage.
+  ``example.com/<name>``); ``<name><N>@<W>``: the zones in consecutive groups of W (W of at least
+  2, dividing the zones), N devices attached to all the zones of each group (a device plugin
+  reporting several NUMA nodes for one device). Percentages must add up to 100; a single entry
+  may omit its percentage.
 * Pod mix: comma-separated ``[P%:][<k>x]<cpus>c-<memory>[+extra...]``, each a pod of k identical
   app containers (default 1) with that request per container, Guaranteed (limits equal requests)
   unless ``+burstable``. ``<cpus>`` may be fractional (``1.5c``: 1500m, which the CPU manager
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TypeVar
 
@@ -51,7 +54,7 @@ _SHAPE_RE = re.compile(
     r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+(?:\.\d+)?)c(?:(?P<threads>\d+)t)?"
     r"-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
 )
-_EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)$")
+_EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)(?:@(?P<span>\d+))?$")
 _INIT_RE = re.compile(r"^(?P<kind>init|sidecar)(?P<cpus>\d+(?:\.\d+)?)c(?:-(?P<mem>.+))?$")
 BURSTABLE = "burstable"
 _POD_WORDS = ("init", "sidecar", BURSTABLE)
@@ -94,6 +97,9 @@ class NodeShape:
     """Full resource name -> devices attached to each zone."""
     threads_per_core: int = 1
     """Hardware threads per physical core (SMT); ``cpus_per_zone`` is a multiple of it."""
+    shared_devices: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Full resource name -> (devices per group, zones per group) of devices attached to several
+    zones (``<name><N>@<W>``)."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +139,11 @@ class PodShape:
 _T = TypeVar("_T")
 
 
-def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str, int], list[str]]:
-    """Hugepages, devices, and the pod-level words left for the pod mix to read."""
+def _extras(
+    extras: str, where: str, hugepages_unit: int, shared: dict[str, tuple[int, int]] | None = None
+) -> tuple[int, dict[str, int], list[str]]:
+    """Hugepages, devices, and the pod-level words left for the pod mix to read; devices
+    attached to several zones go to ``shared`` (node shapes only)."""
     hugepages = 0
     devices: dict[str, int] = {}
     words: list[str] = []
@@ -149,6 +158,14 @@ def _extras(extras: str, where: str, hugepages_unit: int) -> tuple[int, dict[str
             hugepages += int(match["count"]) * hugepages_unit
         elif match["name"] in _POD_WORDS:
             raise InputError(where, f"extra {extra!r}: write {match['name']}<CPUs>c[-<memory>], e.g. init2c")
+        elif match["span"] is not None:
+            if shared is None:
+                raise InputError(where, f"extra {extra!r}: devices on several zones describe nodes")
+            resource = DEVICE_DOMAIN + match["name"]
+            count, span = int(match["count"]), int(match["span"])
+            if resource in shared or not 1 <= count <= MAX_DEVICES or span < 2:
+                raise InputError(where, f"extra {extra!r}: one <name><N>@<W> per device, N >= 1, W >= 2")
+            shared[resource] = (count, span)
         else:
             resource = DEVICE_DOMAIN + match["name"]
             devices[resource] = devices.get(resource, 0) + int(match["count"])
@@ -218,10 +235,15 @@ def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, 
         if zones * cpus > MAX_NODE_CPUS:
             raise InputError(where, f"at most {MAX_NODE_CPUS:,} CPUs per node, got {zones * cpus:,}")
         memory = _memory(match["mem"], where)
-        hugepages, devices, words = _extras(match["extras"], where, 1)
+        shared: dict[str, tuple[int, int]] = {}
+        hugepages, devices, words = _extras(match["extras"], where, 1, shared)
         if words:
             raise InputError(where, f"extra {words[0]!r} describes pods, not nodes")
-        return NodeShape(entry.split(":")[-1], zones, cpus, memory // zones, hugepages, devices, threads)
+        for resource, (_, span) in shared.items():
+            if zones % span:
+                raise InputError(where, f"{resource}: groups of {span} zones do not divide {zones} zones")
+        text = entry.split(":")[-1]
+        return NodeShape(text, zones, cpus, memory // zones, hugepages, devices, threads, shared)
 
     return _weighted_entries(text, option, build)
 

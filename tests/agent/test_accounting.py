@@ -370,3 +370,46 @@ def test_the_consumer_refuses_more_unknown_numa_devices_than_are_free_under_best
             )
             verdict = admit_pod(node, pod_admission_units(pod, facts))
             assert verdict.admitted is admitted, (policy, wanted, verdict.reason)
+
+
+def test_devices_attached_to_several_zones_are_grouped_with_their_free_count() -> None:
+    """Issue #23 item 6: the zones count a device attached to nodes 0 and 2 in both; the groups
+    say it is one device (``GetAllocatableResources`` lists one entry per device and node), so
+    the consumer can count it once per mask as ``generateDeviceTopologyHints`` does."""
+    from rte.agent.compute.builder import accounting_attributes
+    from rte.model.shared_devices import SharedDevices
+
+    alloc = AllocatableResources(
+        devices=(
+            Device("vendor.com/gpu", ("g0",), (0,)),
+            Device("vendor.com/gpu", ("g1",), (0,)),
+            Device("vendor.com/gpu", ("g1",), (2,)),
+            Device("vendor.com/gpu", ("g2",), (0,)),
+            Device("vendor.com/gpu", ("g2",), (2,)),
+            Device("vendor.com/nic", ("n0",), (0,)),
+        )
+    )
+    holder = _pod("p", ContainerResources("c", devices=(Device("vendor.com/gpu", ("g2",), (0,)),)))
+    result = account(_machine(), STATIC, alloc, [holder])
+    assert result.shared_devices == (SharedDevices("vendor.com/gpu", (0, 2), 1, 2),)
+    z0, z2 = result.zones
+    assert _res(z0, "vendor.com/gpu") == ResourceInfo("vendor.com/gpu", 3, 3, 2)
+    assert _res(z2, "vendor.com/gpu") == ResourceInfo("vendor.com/gpu", 2, 2, 1)
+    attributes = accounting_attributes(result, STATIC)
+    assert attributes["nodeMultiNUMAResources"] == "vendor.com/gpu:0,2=1/2"
+    assert "nodeMultiNUMAResources" not in accounting_attributes(account(_machine(), STATIC, None), STATIC)
+
+
+def test_more_shared_device_groups_than_the_bound_are_not_published() -> None:
+    """The attribute stays bounded: past ``MAX_GROUPS`` items the agent leaves it out and the
+    consumer reads the zones alone (documented in docs/many-numa.md)."""
+    from rte.agent.compute.accounting import Accounting
+    from rte.agent.compute.builder import accounting_attributes
+    from rte.model.shared_devices import MAX_GROUPS, SharedDevices
+
+    groups = tuple(SharedDevices(f"vendor.com/d{i}", (0, 2), 1, 1) for i in range(MAX_GROUPS + 1))
+    assert "nodeMultiNUMAResources" not in accounting_attributes(
+        Accounting((), shared_devices=groups), STATIC
+    )
+    kept = accounting_attributes(Accounting((), shared_devices=groups[:MAX_GROUPS]), STATIC)
+    assert kept["nodeMultiNUMAResources"].count(";") == MAX_GROUPS - 1

@@ -294,3 +294,26 @@ def test_reserved_memory_on_a_numa_node_the_machine_lacks_is_one_line_with_statu
         f"rte: error: {config}: reservedMemory: reserves memory on NUMA node 5, which this machine does not"
         " have (its NUMA nodes: 0-1)\n"
     )
+
+
+def test_dump_shows_devices_attached_to_several_numa_nodes() -> None:
+    """Issue #23 item 6: two of four GPUs are attached to both NUMA nodes (one held by a pod);
+    the zones count them in both and ``nodeMultiNUMAResources`` says which are shared, in an
+    object the CRD accepts."""
+    code, out, err = _dump(
+        "--sysfs",
+        str(R640),
+        "--podresources",
+        str(FIXTURES / "podres" / "dell-r640-shared-gpus"),
+        "--kubelet-config",
+        str(R640_CONFIG),
+        "-o",
+        "json",
+    )
+    assert code == 0, err
+    obj = json.loads(out)
+    assert schema_errors(obj) == []
+    z0, z1 = (_resources(z) for z in obj["zones"])
+    assert z0["example.com/gpu"] == z1["example.com/gpu"] == ("3", "3", "2")
+    attrs = {a["name"]: a["value"] for a in obj["attributes"]}
+    assert attrs["nodeMultiNUMAResources"] == "example.com/gpu:0-1=1/2"

@@ -95,6 +95,11 @@ def random_topology(rng: random.Random, name: str) -> NodeTopology:
         )
     if rng.random() < 0.05:
         attrs.append(Attribute("kubeletFeatureGatePodLevelResourceManagers", "true"))
+    if rng.random() < 0.2 and len(ids) >= 2:  # devices on several zones (issue #23 item 6)
+        shared = sorted(rng.sample(ids, rng.choice([2, len(ids)])))
+        allocatable = rng.randint(1, 2)
+        value = f"{NIC}:{','.join(map(str, shared))}={rng.randint(0, allocatable)}/{allocatable}"
+        attrs.append(Attribute("nodeMultiNUMAResources", value))
     return NodeTopology(name, zones=tuple(zones), attributes=tuple(attrs))
 
 

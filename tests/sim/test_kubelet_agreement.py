@@ -19,7 +19,7 @@ from rte.model.vocabulary import FingerprintMethod
 from rte.sim.agent import SimAgent
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
-from rte.sim.specs import GiB, parse_node_shapes, parse_pod_mix
+from rte.sim.specs import GiB, PodShape, parse_node_shapes, parse_pod_mix
 from rte.sim.workload import template_pod
 
 MIX = parse_pod_mix(
@@ -39,11 +39,37 @@ CASES = [
 ]
 
 
+# Devices attached to several NUMA nodes (issue #23 item 6): a GPU per zone and GPUs shared by
+# pairs (or quads) of zones, pods asking 1 to 3 of them, so masks of several zones count a shared
+# GPU once (generateDeviceTopologyHints) and the agent's nodeMultiNUMAResources tells it.
+SHARED_MIX = parse_pod_mix(
+    "25%:1c-1Gi+gpu1,25%:1c-1Gi+gpu2,15%:1c-1Gi+gpu3,10%:2x1c-1Gi+gpu1,10%:1c-1Gi+init1c+gpu2,15%:2c-2Gi"
+)
+SHARED_CASES = [
+    ("single-numa-node", "container", "4x4c-16Gi+gpu1+gpu1@2"),
+    ("restricted", "container", "4x4c-16Gi+gpu1@2"),
+    ("restricted", "pod", "4x4c-16Gi+gpu1+gpu2@4"),
+    ("restricted", "container", "18x2c-36Gi+gpu1@2"),
+]
+
+
 @pytest.mark.parametrize(("policy", "scope", "shape"), CASES)
 @pytest.mark.parametrize("seed", range(6))
 def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rejects(
     policy: str, scope: str, shape: str, seed: int
 ) -> None:
+    _agree(policy, scope, shape, seed, MIX)
+
+
+@pytest.mark.parametrize(("policy", "scope", "shape"), SHARED_CASES)
+@pytest.mark.parametrize("seed", range(6))
+def test_devices_on_several_numa_nodes_agree_with_the_simulated_kubelet(
+    policy: str, scope: str, shape: str, seed: int
+) -> None:
+    _agree(policy, scope, shape, seed, SHARED_MIX)
+
+
+def _agree(policy: str, scope: str, shape: str, seed: int, mix: tuple[tuple[float, PodShape], ...]) -> None:
     ((_, node_shape),) = parse_node_shapes(shape)
     hw = build_hardware(node_shape, policy=policy, scope=scope, reserved_cpus=2, reserved_memory=GiB)
     kubelet = SimKubelet(hw)
@@ -57,15 +83,15 @@ def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rej
             assert kubelet.release(key)
             del running[key]
             continue
-        shape_index = rng.choices(range(len(MIX)), [p for p, _ in MIX])[0]
-        candidate = template_pod(MIX[shape_index][1], "default-scheduler", name=f"p{i}")
+        shape_index = rng.choices(range(len(mix)), [p for p, _ in mix])[0]
+        candidate = template_pod(mix[shape_index][1], "default-scheduler", name=f"p{i}")
         topology, _ = agent.snapshot(running)
         assert agent.findings == 0
         verdict = filter_node(candidate, build_view(topology), hw.node_allocatable)
         admitted = kubelet.admit(candidate) is not None
         if verdict.fits:
             assert admitted, (
-                f"Filter admitted {candidate.name} ({MIX[shape_index][1].text}): {verdict.reason}"
+                f"Filter admitted {candidate.name} ({mix[shape_index][1].text}): {verdict.reason}"
             )
         units = len(candidate.containers) + len(candidate.init_containers)
         if policy == "single-numa-node" or units == 1:

@@ -149,3 +149,30 @@ def test_old_pod_mixes_read_as_before() -> None:
         "example.com/nic": 1,
     }
     assert type(shape.request["cpu"]) is int
+
+
+def test_devices_on_several_zones_are_grouped_by_consecutive_zones() -> None:
+    """``gpu1@2`` on 4 zones: groups {0,1} and {2,3}, one GPU each, attached to both zones; each
+    zone lists it (as the kubelet lists a device once per NUMA node), the node counts it once."""
+    from rte.sim.hardware import build_hardware
+
+    ((_, shape),) = parse_node_shapes("4x4c-16Gi+gpu1+gpu1@2")
+    assert shape.shared_devices == {"example.com/gpu": (1, 2)}
+    hw = build_hardware(shape, policy="restricted", scope="container", reserved_cpus=0, reserved_memory=0)
+    assert [len(row["example.com/gpu"]) for row in hw.zone_devices] == [2, 2, 2, 2]
+    assert hw.node_allocatable["example.com/gpu"] == 6
+    assert hw.device_zones == {"gpu-s0-0": (0, 1), "gpu-s2-0": (2, 3)}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("4x4c-16Gi+gpu1@3", "do not divide"), ("4x4c-16Gi+gpu1@1", "W >= 2"), ("4x4c-16Gi+gpu0@2", "N >= 1")],
+)
+def test_bad_devices_on_several_zones_give_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_node_shapes(text)
+
+
+def test_a_pod_mix_cannot_ask_for_devices_on_several_zones() -> None:
+    with pytest.raises(InputError, match="describe nodes"):
+        parse_pod_mix("1c-1Gi+gpu1@2")

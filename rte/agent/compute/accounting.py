@@ -28,7 +28,8 @@ details are in the modules that apply them):
 * **devices** (:mod:`rte.agent.compute.device_accounting`): counted in each zone their device is attached
   to (a device local to two zones counts in both); resources without any topology are
   node-level (:attr:`Accounting.non_numa_devices`), devices of aligned resources whose NUMA node
-  is unknown match no zone (:attr:`Accounting.unknown_numa_devices`).
+  is unknown match no zone (:attr:`Accounting.unknown_numa_devices`); devices attached to
+  several zones are also grouped in :attr:`Accounting.shared_devices`.
 * **contradictions in List** (:mod:`rte.agent.compute.listcheck`) and memory blocks that cannot be
   placed are charged the worst case and make the accounting inconsistent
   (:attr:`Accounting.consistent`).
@@ -63,6 +64,7 @@ from rte.agent.compute.podtally import PodTally
 from rte.agent.compute.reading import NO_CHECKPOINTS, Checkpoints
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import Machine
+from rte.model.shared_devices import SharedDevices
 from rte.model.topology import Cost, ResourceInfo, Zone, zone_name
 from rte.podres.types import AllocatableResources, PodResources
 
@@ -87,6 +89,8 @@ class Accounting:
     """With the static CPU manager: free CPUs minus the cores of reserved CPUs (its SMT check)."""
     memory_numa_groups: tuple[tuple[int, ...], ...] = ()
     """NUMA nodes the Static memory manager has bound together, two or more each."""
+    shared_devices: tuple[SharedDevices, ...] = ()
+    """Devices attached to several zones, per resource and zones (also counted in each zone)."""
 
     @property
     def consistent(self) -> bool:
@@ -188,6 +192,7 @@ def _account(
         threads_per_core=threads_per_core(machine),
         available_physical_cpus=physical if cpu_bound and bound else None,
         memory_numa_groups=groups if bound else (),
+        shared_devices=devices.shared,
     )
 
 

@@ -39,6 +39,8 @@ from rte.model import attributes as names
 from rte.model import fingerprint as fp
 from rte.model import numaplacement as npl
 from rte.model.cpuset import format_cpuset
+from rte.model.shared_devices import MAX_GROUPS as MAX_SHARED_GROUPS
+from rte.model.shared_devices import format_shared_devices
 from rte.model.topology import Attribute, NodeTopology
 from rte.model.topology_manager import LEGACY_TOPOLOGY_POLICIES, LEGACY_TOPOLOGY_POLICY_NONE
 from rte.model.vocabulary import FingerprintMethod
@@ -100,6 +102,8 @@ def accounting_attributes(accounting: Accounting, config: KubeletConfig | None) 
         attrs[names.NON_NUMA_DEVICES] = _counts(accounting.non_numa_devices)
     if accounting.unknown_numa_devices:
         attrs[names.UNKNOWN_NUMA_DEVICES] = _counts(accounting.unknown_numa_devices)
+    if accounting.shared_devices and len(accounting.shared_devices) <= MAX_SHARED_GROUPS:
+        attrs[names.MULTI_NUMA_DEVICES] = format_shared_devices(accounting.shared_devices)
     if accounting.threads_per_core is not None:
         attrs[names.CPU_MANAGER_THREADS_PER_CORE] = str(accounting.threads_per_core)
     if accounting.available_physical_cpus is not None and full_pcpus_only(config):

@@ -15,7 +15,10 @@ How the kubelet's device manager hints a device resource (kubernetes/kubernetes
   in a zone;
 * every other device counts in each zone it is attached to (a device local to two zones counts
   in both, and using it takes it from both); capacity = allocatable (device capacity cannot be
-  learned).
+  learned). The devices attached to several zones are also counted per resource and set of
+  zones in :attr:`DeviceAccounting.shared` (published as ``nodeMultiNUMAResources``,
+  :mod:`rte.model.shared_devices`): the device manager counts such a device once toward a mask
+  holding any of its zones, which the zones' counts alone cannot tell from one device per zone.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rte.agent.compute.ledger import DeviceHeld, Ledger
+from rte.model.shared_devices import SharedDevices
 from rte.podres.types import AllocatableResources, PodResources
 
 
@@ -36,6 +40,8 @@ class DeviceAccounting:
     unknown_numa: Mapping[str, int] = field(default_factory=dict)
     """Free devices of aligned resources that match no NUMA node (held ones left out): no hint
     for a request needing them, and no more of them to give than this."""
+    shared: tuple[SharedDevices, ...] = ()
+    """Devices attached to two zones or more, grouped by resource and zones."""
 
 
 def held_devices(pods: Iterable[PodResources]) -> list[DeviceHeld]:
@@ -90,9 +96,16 @@ def account_devices(
             amounts = amounts_of.get(resource)
             if amounts is not None:
                 amounts.capacity = amounts.allocatable
+    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # -> [free, allocatable]
+    for key, attached in where.items():
+        if len(attached) > 1:
+            counts_of = groups.setdefault((key[0], tuple(sorted(attached))), [0, 0])
+            counts_of[0] += key not in used
+            counts_of[1] += 1
     counts = {res: len(ids) for res, ids in sorted(nowhere.items()) if ids}
     free = {res: len(ids - held_nowhere.get(res, set())) for res, ids in sorted(nowhere.items()) if ids}
     return DeviceAccounting(
         non_numa={r: n for r, n in counts.items() if r not in aligned},
         unknown_numa={r: n for r, n in free.items() if r in aligned},
+        shared=tuple(sorted(SharedDevices(r, ids, f, a) for (r, ids), (f, a) in groups.items())),
     )

@@ -161,6 +161,11 @@ def _admit(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
     mask = admission.units[0].mask
     if mask is None or popcount(mask) != 1:
         return None
+    if any(r in working.dev_groups for r in units[0].devices):
+        # A device shared by several zones leaves each of them, and the groups' free counts
+        # (nodeMultiNUMAResources) are not the view's to change: the pessimistic subtraction
+        # from every zone decides instead (rte.model.admission.devices.split_free).
+        return None
     chosen = mask.bit_length() - 1
     taken: dict[str, Amount] = {}
     for resource, amount in (

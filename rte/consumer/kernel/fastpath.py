@@ -18,6 +18,10 @@ left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
   fits no single zone: the memory manager may still have wider masks), and the refusal is kept as
   a small bit pattern (which hinted resources the node has a topology for, which no zone holds
   alone) that :func:`refusal_reason` turns into the scalar path's words once per pattern.
+
+Devices attached to several zones (``nodeMultiNUMAResources``) need no routing: both shapes
+read single zones only, and a zone's count holds every device attached to it, shared or not,
+which is what the device manager counts for a mask of that one zone.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from rte.model.admission.devices import take_grouped
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
 from rte.model.admission.units import AdmissionUnit
@@ -197,7 +198,11 @@ class CountAllocator:
             in_zones = working.dev_free_total[resource]
             taken = min(from_free, in_zones)
             working.dev_free_total[resource] = in_zones - taken
-            charged = _charge(working, row, taken, every if mask is None else mask, every)
+            groups = working.dev_groups.get(resource)
+            if groups is None:
+                charged = _charge(working, row, taken, every if mask is None else mask, every)
+            else:  # devices shared by several zones (rte.model.admission.devices)
+                charged, working.exact = take_grouped(row, groups, taken, zones, working.exact)
             from_free -= taken
         if from_free:  # devices of unknown NUMA node (or without topology) make up the rest
             unknown = working.dev_unknown.get(resource, 0)

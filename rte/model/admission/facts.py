@@ -10,7 +10,9 @@ safely as it can, never fail on it):
 * ``cpuManagerOptionFullPcpusOnly``: off; with it on but no ``cpuManagerThreadsPerCore``, the
   SMT check cannot be applied and is skipped, as the kubelet without the option would;
 * ``memoryManagerNUMAGroups``: no groups; ``nodeUnknownNUMAResources``,
-  ``nodeNonTopologyResources``: none;
+  ``nodeNonTopologyResources``: none; ``nodeMultiNUMAResources`` (or a malformed value): no
+  device is shared by several zones, so each zone's count is read as its own devices (a shared
+  device then counts once per zone of a mask: what a consumer of the zones alone reads);
 * ``kubeletFeatureGatePodLevelResources``: on (its default since 1.34);
   ``kubeletFeatureGatePodLevelResourceManagers``: off (alpha in 1.36).
 """
@@ -28,11 +30,13 @@ from rte.model.attributes import (
     KUBELET_FEATURE_GATE_PREFIX,
     MEMORY_MANAGER_NUMA_GROUPS,
     MEMORY_MANAGER_POLICY,
+    MULTI_NUMA_DEVICES,
     NON_NUMA_DEVICES,
     TOPOLOGY_MANAGER_OPTION_PREFIX,
     UNKNOWN_NUMA_DEVICES,
 )
 from rte.model.cpuset import parse_cpuset
+from rte.model.shared_devices import parse_shared_devices
 from rte.model.topology import Attribute
 
 PREFER_CLOSEST_NUMA = TOPOLOGY_MANAGER_OPTION_PREFIX + "PreferClosestNumaNodes"
@@ -107,6 +111,7 @@ def facts_from_attributes(
         memory_groups=parse_groups(attrs.get(MEMORY_MANAGER_NUMA_GROUPS)),
         unknown_numa_devices=parse_counts(attrs.get(UNKNOWN_NUMA_DEVICES)),
         non_topology_devices=parse_counts(attrs.get(NON_NUMA_DEVICES)),
+        shared_devices=parse_shared_devices(attrs.get(MULTI_NUMA_DEVICES)) or (),
         pod_level_resources=_flag(attrs.get(GATE_POD_LEVEL_RESOURCES), True),
         pod_level_resource_managers=_flag(attrs.get(GATE_POD_LEVEL_RESOURCE_MANAGERS), False),
     )

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rte.model.admission.devices import free_total, hinted_masks
+from rte.model.admission.devices import min_affinity as grouped_min_affinity
 from rte.model.admission.masks import candidate_masks, narrowest_width, popcount, positions, unlisted
 from rte.model.admission.node import NodeResources, Working, mask_sums
 
@@ -241,7 +243,8 @@ def device_hints(
     NUMA node (-1) and devices without topology count toward the node's total (fewer in total
     than requested: an empty list) but toward no mask. ``minAffinitySize`` counts every device
     of a mask's zones; reusable devices (from init containers) must lie in the mask.
-    ``single_only`` looks at single-zone masks only.
+    ``single_only`` looks at single-zone masks only. A device attached to several zones
+    (``nodeMultiNUMAResources``) counts once toward a mask holding any of them (:mod:`.devices`).
     """
     node = working.node
     rows = node.devices.get(resource)
@@ -253,11 +256,20 @@ def device_hints(
     free_row = working.dev_free.get(resource, [0] * count)
     reuse_zones, reuse_count = working.dev_reuse.get(resource, (0, 0))
     outside = unknown + (node.facts.non_topology_devices.get(resource, 0) if rows else 0)
-    if sum(free_row) + outside + reuse_count < request:
+    groups = working.dev_groups.get(resource)
+    in_zones = sum(free_row) if groups is None else free_total(free_row, groups)
+    if in_zones + outside + reuse_count < request:
         return ResourceHints(resource, NONE)
-    min_affinity = narrowest_width(rows[0] if rows else (0,) * count, zones, request)
     need = request - reuse_count
-    if single_only:
+    if groups is not None:
+        layout = node.device_layouts()[resource]
+        min_affinity, beyond = grouped_min_affinity(layout, zones, request)
+        if not single_only:
+            masks = hinted_masks(free_row, groups, zones, need, reuse_zones)
+            return _hints(resource, masks, min_affinity, beyond=beyond)
+    else:
+        min_affinity = narrowest_width(rows[0] if rows else (0,) * count, zones, request)
+    if single_only:  # one zone's count holds its own devices and every shared one: exact either way
         singles = [1 << z for z in range(count) if free_row[z] >= need and reuse_zones & ~(1 << z) == 0]
         return _hints(resource, singles, min_affinity, narrowed=True)
     free = mask_sums(free_row, zones)

@@ -5,7 +5,8 @@ zone (the CPU manager's topology, reserved CPUs included: what ``minAffinitySize
 the free exclusive ones; each memory type's (``memory``, ``hugepages-<size>``) allocatable and
 free bytes; each device resource's allocatable and free devices. :class:`NodeFacts` holds the
 node-wide rest: policy, scope and options, distances, the CPU manager's SMT facts, the memory
-manager's multi-NUMA groups, devices of unknown NUMA node and the pod-level-resources gates.
+manager's multi-NUMA groups, devices of unknown NUMA node or attached to several, and the
+pod-level-resources gates.
 
 :class:`Working` is the mutable copy one admission walks through: allocating a unit takes from
 it, and the next unit is hinted against what is left, as the kubelet does.
@@ -18,9 +19,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rte.model.admission.devices import DeviceLayout, Group, device_layouts, free_total, split_free
 from rte.model.admission.masks import candidate_masks, is_complete
 from rte.model.exclusive import is_native_resource
 from rte.model.quantity import Amount
+from rte.model.shared_devices import SharedDevices
 from rte.model.topology_manager import DEFAULT_MAX_NUMA_NODES, POLICY_NONE, SCOPE_CONTAINER
 
 Row = tuple[int, ...]
@@ -62,6 +65,9 @@ class NodeFacts:
     """Free devices whose NUMA node is unknown (-1), per resource."""
     non_topology_devices: Mapping[str, int] = field(default_factory=dict)
     """Devices without topology, per resource: no constraint, but part of the node's total."""
+    shared_devices: tuple[SharedDevices, ...] = ()
+    """Devices attached to several NUMA nodes (``nodeMultiNUMAResources``): also in each zone's
+    counts; see :mod:`.devices`."""
     pod_level_resources: bool = True
     """Feature gate ``PodLevelResources`` (KEP-2837; on by default since 1.34)."""
     pod_level_resource_managers: bool = False
@@ -106,6 +112,17 @@ class NodeResources:
     def cpu_zones(self) -> int:
         """Zones with CPUs: the CPU manager only hints over NUMA nodes that have CPUs."""
         return sum(1 << i for i, c in enumerate(self.cpu_capacity) if c > 0)
+
+    def device_layouts(self) -> Mapping[str, DeviceLayout]:
+        """The resources with devices shared by several zones (:func:`.devices.device_layouts`)."""
+        if not self.facts.shared_devices:
+            return {}
+        shared = self.facts.shared_devices
+        key = ("device-layouts", shared)  # the free counts change; tables may outlive them
+        got = self.tables.get(key)
+        if got is None:
+            got = self.tables[key] = device_layouts(self.ids, self.devices, shared)
+        return got  # type: ignore[return-value]
 
     def group_masks(self) -> list[int]:
         """The memory groups as masks over positions (ids the node lacks are dropped)."""
@@ -187,6 +204,7 @@ class Working:
         "cpu_reuse",
         "dev_free",
         "dev_free_total",
+        "dev_groups",
         "dev_reuse",
         "dev_unknown",
         "exact",
@@ -219,6 +237,11 @@ class Working:
         ]
         self.dev_free = {r: list(avail) for r, (_, avail) in node.devices.items()}
         self.dev_free_total = {r: sum(avail) for r, (_, avail) in node.devices.items()}
+        self.dev_groups: dict[str, list[Group]] = {}
+        """Per resource with shared devices: its groups' free devices (:mod:`.devices`)."""
+        for resource, layout in node.device_layouts().items():
+            groups = self.dev_groups[resource] = split_free(self.dev_free[resource], layout)
+            self.dev_free_total[resource] = free_total(self.dev_free[resource], groups)
         self.dev_reuse: dict[str, tuple[int, int]] = {}
         self.dev_unknown = dict(node.facts.unknown_numa_devices)
         self.exact = True
@@ -239,6 +262,7 @@ class Working:
         other.mem_used = list(self.mem_used)
         other.dev_free = {r: list(row) for r, row in self.dev_free.items()}
         other.dev_free_total = dict(self.dev_free_total)
+        other.dev_groups = {r: [list(g) for g in groups] for r, groups in self.dev_groups.items()}
         other.dev_reuse = dict(self.dev_reuse)
         other.dev_unknown = dict(self.dev_unknown)
         other.exact = self.exact
