@@ -27,6 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from rte.consumer.kernel.rowbits import first_true, rows_any
 from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
 from rte.model.admission.reasons import listing, request_text
 from rte.model.admission.units import AdmissionUnit
@@ -178,7 +179,7 @@ def _single_unit(
         entries.append((resource, amount, topology, holds))
     if fit is None:
         fit = pick(table.ids, selection) >= 0
-    any_fit = fit.any(axis=1)
+    any_fit = rows_any(fit)
     eligible &= hinted
     success = eligible & any_fit
     threads = pick(table.smt_threads, selection)
@@ -186,10 +187,10 @@ def _single_unit(
         physical = pick(table.smt_physical, selection)
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
-    position = np.where(success, fit.argmax(axis=1), -1)
+    position = np.where(success, first_true(fit), -1)
     refused = eligible & ~any_fit & (policy == _SINGLE)
     if memory_items and memory is not None:
-        refused &= memory.any(axis=1)
+        refused &= rows_any(memory)
     patterns = None
     if refused.any():
         if len(entries) > MAX_PATTERN_ENTRIES:
