@@ -342,12 +342,14 @@ class _State:
         rows = self.chosen if where is None else self.chosen[where]
         placed = position >= 0
         fits = placed | nothing
-        if placed.any():
+        everywhere = bool(placed.all())
+        if everywhere or placed.any():
             # -1 (no zone) where not placed; the lookup's last slot answers -1 with -1.
-            numa = pairs_at(self.table.ids, rows, np.maximum(position, 0))
-            numa[~placed] = -1
+            numa = pairs_at(self.table.ids, rows, position if everywhere else np.maximum(position, 0))
+            if not everywhere:
+                numa[~placed] = -1
             lookup = np.full(int(numa.max()) + 2, -1, np.int64)
-            for numa_id in np.flatnonzero(np.bincount(numa[placed])).tolist():  # ascending
+            for numa_id in np.flatnonzero(np.bincount(numa if everywhere else numa[placed])).tolist():
                 lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
             codes = lookup.take(numa)
         else:
@@ -419,7 +421,14 @@ def score_rows(
     if len(rows):
         pod_scope = table.pod_scope.take(rows)
         containers = prep.init + prep.app
-        for scope, req in ((True, prep.pod_request), (False, containers[0] if containers else None)):
+        container = containers[0] if containers else None
+        if not pod_scope.any():  # the usual case: container scope everywhere
+            values, undecided = _zone_scores(strategy, table, rows, at, container)
+            scores[slice(None) if where is None else where] = values
+            if undecided.any():
+                rest[np.arange(len(scores))[slice(None) if where is None else where][undecided]] = True
+            pod_scope = None
+        for scope, req in () if pod_scope is None else ((True, prep.pod_request), (False, container)):
             part = pod_scope if scope else ~pod_scope
             if not part.any():
                 continue

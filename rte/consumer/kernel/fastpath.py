@@ -133,6 +133,8 @@ def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionU
     if len(units) != 1 or units[0].shared_pool_error or len(units[0].parts) > 1:
         return GroupOutcome(position, nothing, refused, None, ())
     outcome = _single_unit(table, selection, rows, units[0], policy)
+    if devices is None:  # nothing admitted without alignment: the unit's outcome stands
+        return outcome
     keep = ~nothing
     return GroupOutcome(
         np.where(keep, outcome.position, -1),
@@ -152,7 +154,8 @@ def _single_unit(
     table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
 ) -> GroupOutcome:
     eligible = pick(table.exact, selection) & ~pick(table.memory_groups, selection)
-    eligible &= (policy == _SINGLE) | ((policy == _RESTRICTED) & ~pick(table.prefer_closest, selection))
+    single = policy == _SINGLE
+    eligible &= single | ((policy == _RESTRICTED) & ~pick(table.prefer_closest, selection))
     cpus, memory_items = unit.cpus, unit.memory_items
     hinted = np.full(rows, bool(cpus or memory_items))
     entries: list[Entry] = []
@@ -188,7 +191,7 @@ def _single_unit(
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
     position = np.where(success, first_true(fit), -1)
-    refused = eligible & ~any_fit & (policy == _SINGLE)
+    refused = eligible & ~any_fit & single
     if memory_items and memory is not None:
         refused &= rows_any(memory)
     patterns = None

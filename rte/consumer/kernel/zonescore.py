@@ -53,13 +53,12 @@ def flat_at(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
 
 def _amounts(table: NodeTable, name: str, at: Ints) -> tuple[Ints, Ints, Bools | None]:
     """(rounded down, rounded up, rounded: None where nothing is) amounts of ``name`` at the flat
-    positions ``at``; 0 where absent."""
+    positions ``at``; negative where absent (every use treats them as 0: they hold nothing)."""
     matrix = table.available.get(name)
     if matrix is None:
         zero = np.zeros(len(at), np.int64)
         return zero, zero, None
     floor = matrix.take(at)
-    np.maximum(floor, 0, out=floor)
     flags = table.fractional.get(name)
     if flags is None:
         return floor, floor, None
@@ -73,6 +72,7 @@ def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool)
     items, weight_sum = weighted
     total = np.zeros(len(at), np.int64)
     undecided = np.zeros(len(at), np.bool_)
+    bounded = True  # every item counted on every row: each share is within 0..100, no clamping
     for name, amount, ceil_amount, weight in items:
         floor, ceil, rounded = _amounts(table, name, at)
         if isinstance(amount, int):
@@ -83,7 +83,9 @@ def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool)
                 undecided |= (ceil > 0) & rounded  # a fraction against a fraction: exact rationals
         if ceil_amount <= 0:
             counted &= ceil > 0  # else a zone with some of it holds at least the request
-        divisor = np.maximum(ceil, 1)
+        everywhere = bool(counted.all())
+        # Where counted, the zone holds at least 1; elsewhere the share is dropped: any divisor.
+        divisor = ceil if everywhere and ceil_amount > 0 else np.maximum(ceil, 1)
         if most:
             score = np.full(len(at), ceil_amount * MAX_SCORE, np.int64)
         else:
@@ -92,12 +94,13 @@ def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool)
         score //= divisor
         if weight != 1:
             score *= weight
-        if counted.all():  # the usual case: the zone the pod was admitted to holds the request
+        if everywhere:  # the usual case: the zone the pod was admitted to holds the request
             total += score
         else:
+            bounded = False
             total += np.where(counted, score, 0)
     total //= weight_sum
-    return _clamp(total), undecided
+    return (total if bounded else _clamp(total)), undecided
 
 
 def balanced_scores(table: NodeTable, at: Ints, weighted: Weighted) -> Ints:
