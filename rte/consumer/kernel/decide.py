@@ -422,19 +422,18 @@ def score_rows(
         pod_scope = table.pod_scope.take(rows)
         containers = prep.init + prep.app
         container = containers[0] if containers else None
-        if not pod_scope.any():  # the usual case: container scope everywhere
-            values, undecided = _zone_scores(strategy, table, rows, at, container)
-            scores[slice(None) if where is None else where] = values
-            if undecided.any():
-                rest[np.arange(len(scores))[slice(None) if where is None else where][undecided]] = True
-            pod_scope = None
-        for scope, req in () if pod_scope is None else ((True, prep.pod_request), (False, container)):
-            part = pod_scope if scope else ~pod_scope
-            if not part.any():
-                continue
-            if part.all():  # the usual case: one scope on every row, no subsets to gather
+        parts: list[tuple[Bools | None, Request | None]]  # None: every row (the usual case)
+        if not pod_scope.any():
+            parts = [(None, container)]
+        elif pod_scope.all():
+            parts = [(None, prep.pod_request)]
+        else:
+            parts = [(pod_scope, prep.pod_request), (~pod_scope, container)]
+        for part, req in parts:
+            positions: Ints | slice
+            if part is None:
                 values, undecided = _zone_scores(strategy, table, rows, at, req)
-                positions: Ints | slice = slice(None) if where is None else where
+                positions = slice(None) if where is None else where
             else:
                 values, undecided = _zone_scores(strategy, table, rows[part], at[part], req)
                 positions = np.flatnonzero(part) if where is None else where[part]
