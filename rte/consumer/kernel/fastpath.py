@@ -31,13 +31,12 @@ from rte.consumer.kernel.rowbits import first_true, rows_any
 from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
 from rte.model.admission.reasons import listing, request_text
 from rte.model.admission.units import AdmissionUnit
-from rte.model.topology_manager import POLICY_NONE, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
+from rte.model.topology_manager import POLICY_NONE, POLICY_SINGLE_NUMA_NODE
 
 Selection = slice | Ints
 """Rows of a table: a slice (whole columns, no copy) or row indices."""
 
 _NONE = POLICY_CODES[POLICY_NONE]
-_RESTRICTED = POLICY_CODES[POLICY_RESTRICTED]
 _SINGLE = POLICY_CODES[POLICY_SINGLE_NUMA_NODE]
 MAX_PATTERN_ENTRIES = 31
 """Refusal patterns take two bits per hinted resource in an int64."""
@@ -153,9 +152,7 @@ Entry = tuple[str, int, Bools | None, Bools | None]
 def _single_unit(
     table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
 ) -> GroupOutcome:
-    eligible = pick(table.exact, selection) & ~pick(table.memory_groups, selection)
-    single = policy == _SINGLE
-    eligible &= single | ((policy == _RESTRICTED) & ~pick(table.prefer_closest, selection))
+    eligible = pick(table.single_unit, selection).copy()  # exact, no memory groups, the policies
     cpus, memory_items = unit.cpus, unit.memory_items
     hinted = np.full(rows, bool(cpus or memory_items))
     entries: list[Entry] = []
@@ -191,7 +188,8 @@ def _single_unit(
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
     position = np.where(success, first_true(fit), -1)
-    refused = eligible & ~any_fit & single
+    refused = eligible & ~any_fit
+    refused &= policy == _SINGLE
     if memory_items and memory is not None:
         refused &= rows_any(memory)
     patterns = None
