@@ -150,13 +150,15 @@ def summary() -> list[Row]:
     names = store.nodes()
     few, every = new_pod_figures(service, names, 500), new_pod_figures(service, names, NODES)
     pods = " | ".join(f"{f['same']:.2f}, {f['new']:.2f}, {f['row changed']:.2f}" for f in (few, every))
-    shapes = {count: new_shape_ms(service, names, count) for count in NEW_SHAPE_TARGETS_MS}
+    shapes = {count: cpu_ms(service, names, count, "new shape") for count in NEW_SHAPE_TARGETS_MS}
+    changed_cpu, unchanged_cpu = (cpu_ms(service, names, 500, mode) for mode in ("row changed", "new"))
     return [
         Row(
-            "extender's path, a new pod right after one candidate's row changed, 500 candidates",
-            f"{few['row changed']:.2f} ms (nothing changed: {few['new']:.2f} ms)",
-            f"<= {ROW_CHANGED_TARGET_MS} ms",
-            few["row changed"] <= ROW_CHANGED_TARGET_MS,
+            "extender's path, a new pod right after one candidate's row changed, 500 candidates: CPU (wall)",
+            f"{changed_cpu:.2f} ({few['row changed']:.2f}) ms; nothing changed: {unchanged_cpu:.2f} "
+            f"({few['new']:.2f}) ms",
+            f"<= {ROW_CHANGED_TARGET_MS} ms CPU",
+            changed_cpu <= ROW_CHANGED_TARGET_MS,
         ),
         Row(
             "extender's path, a pod of a new shape, server CPU per filter+prioritize, 500 | 5000 candidates",
@@ -295,17 +297,22 @@ _SHAPES = [0]
 """Memory requests of the "new shape" pods sent so far (each one a shape never seen)."""
 NEW_SHAPE_TARGETS_MS = {500: 0.5, NODES: 2.0}
 ROW_CHANGED_TARGET_MS = 1.0
-"""Issue #27: a new pod right after one row changed (a reservation), 500 candidates, in process."""
+"""Issue #27: a new pod right after one row changed (a reservation), 500 candidates, in process
+(the serving thread's CPU, as the new-shape row: wall times on a loaded machine say little)."""
 """Issue #27: a pod of a new shape, the server's CPU per filter+prioritize, by candidates."""
 
 
-def new_shape_ms(service: ExtenderService, names: list[str], count: int) -> float:
-    """Median CPU ms (the serving thread's, as ``Server-Timing: cpu`` reports it) of a round trip
-    on the server's path for a pod of a shape never seen, at ``count`` candidates."""
+def cpu_ms(service: ExtenderService, names: list[str], count: int, mode: str) -> float:
+    """Median CPU ms (the serving thread's, as ``Server-Timing: cpu`` reports it: what other
+    processes on a loaded machine do not inflate) of a round trip on the server's path in
+    ``mode`` (:class:`_Pods`: "new shape", a pod of a shape never seen; "row changed"), at
+    ``count`` candidates."""
     chosen = random.Random(7).sample(names, count)
-    trips = _Pods(service, chosen, "new shape", time.thread_time)
+    trips = _Pods(service, chosen, mode, time.thread_time)
     trips.seconds()
-    return statistics.median(trips.seconds() for _ in range(41)) * 1000
+    ms = statistics.median(trips.seconds() for _ in range(41)) * 1000
+    trips.undo()
+    return ms
 
 
 def _new_pods(service: ExtenderService, names: list[str]) -> None:
