@@ -12,7 +12,14 @@ filters every node and scores the ones that fit. The scalar path (``filter_node`
 baseline, and both must agree on how many nodes fit. Zones get varied, realistic availability,
 so that verdicts and zone scores differ between nodes.
 
-Run: ``.venv/bin/python -m bench.bench_consumer`` (``--zones``: only the 8-, 24- and 32-zone rows).
+The floor (issue #27): a minimal NumPy version of the same rules for the headline pod on
+``single-numa-node`` nodes under LeastAllocated (:func:`floor_cycle`: two comparisons, the
+first zone holding both, the chosen zone's free share), plain NumPy as anyone would write it;
+its verdicts and scores must equal the kernel's, and the kernel must stay within
+:data:`FLOOR_FACTOR` of it in the same run.
+
+Run: ``.venv/bin/python -m bench.bench_consumer`` (``--zones``: only the 8-, 24- and 32-zone rows;
+``--floor``: only the kernel against the floor).
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import random
 import sys
 import time
 
+import numpy as np
+
 from bench.timing import Row, median_seconds, print_rows
 from rte.consumer.api import evaluate_table
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.table import NodeTable
+from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.requests import prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
@@ -153,7 +162,7 @@ def summary() -> list[Row]:
             f"library filter+score, {MANY_NODES} NRTs x {ZONES} zones, single-numa-node, {name} ({HEADLINE})"
         )
         rows.append(_row(what, ms, base, MANY_TARGET_MS))
-    return rows + zone_rows()
+    return [*rows, floor_row(), *zone_rows()]
 
 
 WIDE_NODE_ZONES = (24, 32)
@@ -182,6 +191,46 @@ def zone_rows() -> list[Row]:
     return rows
 
 
+FLOOR_FACTOR = 1.6
+"""The kernel's Filter+Score within this factor of :func:`floor_cycle` (issue #27)."""
+
+
+def floor_cycle(cpu: Ints, memory: Ints, want_cpu: int, want_memory: int) -> tuple[Bools, Ints]:
+    """The headline pod on ``single-numa-node`` rows of integral amounts, LeastAllocated (both
+    weights 1), straight from the table's two matrices: (fits, score or -1) per row. Only the
+    rules these rows need (every row fresh, exact, allocatable, no SMT check, one unit)."""
+    fit = (cpu >= want_cpu) & (memory >= want_memory)
+    fits = fit.any(axis=1)
+    rows = np.flatnonzero(fits)
+    at = rows * cpu.shape[1] + fit.argmax(axis=1)[rows]  # the lowest zone holding both
+    free_cpu, free_memory = cpu.take(at), memory.take(at)
+    share = (free_cpu - want_cpu) * 100 // free_cpu + (free_memory - want_memory) * 100 // free_memory
+    scores = np.full(len(fits), -1, np.int64)
+    scores[rows] = share // 2
+    return fits, scores
+
+
+def floor_row() -> Row:
+    """The kernel's headline cycle against :func:`floor_cycle`, same table, same process."""
+    table = _table(_views(NODES))
+    pod, strategy = _pod(PODS[HEADLINE]), ScoringStrategy(WIDE_NODE_STRATEGY)
+    cpu, memory = table.available["cpu"][: table.size], table.available["memory"][: table.size]
+    want = PODS[HEADLINE]
+    verdicts = evaluate_table(pod, table, strategy)
+    fits, scores = floor_cycle(cpu, memory, want["cpu"], want["memory"])
+    assert verdicts.scores is not None
+    if not (np.array_equal(fits, verdicts.fits) and np.array_equal(scores, verdicts.scores)):
+        raise AssertionError("the floor and the kernel disagree: the floor does not apply the same rules")
+    kernel = median_seconds(lambda: evaluate_table(pod, table, strategy), repeat=101) * 1000
+    floor = median_seconds(lambda: floor_cycle(cpu, memory, want["cpu"], want["memory"]), repeat=101) * 1000
+    what = (
+        f"library filter+score vs the minimal NumPy floor, {NODES} NRTs x {ZONES} zones,"
+        f" single-numa-node, {WIDE_NODE_STRATEGY} ({HEADLINE})"
+    )
+    figure = f"{kernel / floor:.2f}x ({kernel:.2f} vs {floor:.2f} ms)"
+    return Row(what, figure, f"<= {FLOOR_FACTOR}x", kernel <= FLOOR_FACTOR * floor)
+
+
 def _upkeep() -> None:
     """What keeping the table costs: building it, rewriting one row."""
     views = _views(NODES)
@@ -199,6 +248,9 @@ def _upkeep() -> None:
 def main() -> None:
     if "--zones" in sys.argv[1:]:  # only the many-zone rows and their 8-zone reference
         print_rows(zone_rows())
+        return
+    if "--floor" in sys.argv[1:]:
+        print_rows([floor_row()])
         return
     _upkeep()
     print_rows(summary())

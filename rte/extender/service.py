@@ -35,6 +35,7 @@ from typing import Any
 
 from rte import __version__
 from rte.consumer.cache.interface import NRTCache, ResyncReport
+from rte.consumer.cache.podindex import PodIndex
 from rte.consumer.cache.resync import is_in_flight
 from rte.consumer.cycle import filter_nodes, score_columns, score_nodes
 from rte.consumer.kept import KeptByCost
@@ -110,7 +111,9 @@ class ExtenderService:
         numaplacement of the adopted NRT, then the reserve cache's own knowledge
         (:func:`~rte.consumer.preemption.placements.default_placements`)."""
         self._lock = threading.Lock()
-        self._pods: dict[PodKey, Pod] = {}
+        self._pods = PodIndex()
+        """Every pod the watch holds, grouped by node as events come: a resync reads it as it
+        stands and looks only at the pods changed since the last one (issue #27)."""
         self.budgets = BudgetIndex()
         """The PodDisruptionBudgets the preempt verb counts (fed by the PDB watch)."""
         self._prepared: KeptByCost[bytes, PreparedPod] = KeptByCost(_PODS_PREPARED_KEPT, each=MAX_POD_KEPT)
@@ -295,9 +298,9 @@ class ExtenderService:
             self.gates.answered.seen(pod.key, event_type == DELETED or bool(pod.node_name) or pod.is_terminal)
         with self._lock:
             if event_type == DELETED:
-                self._pods.pop(pod.key, None)
+                self._pods.remove(pod.key)
             else:
-                self._pods[pod.key] = pod
+                self._pods.put(pod)
             self._apply(event_type, pod)
 
     def replace_pods(self, objects: Collection[Mapping[str, Any] | Pod]) -> None:
@@ -310,8 +313,8 @@ class ExtenderService:
                 if self.gates.answered is not None:
                     self.gates.answered.seen(pod.key, bool(pod.node_name) or pod.is_terminal)
         with self._lock:
-            old = self._pods
-            self._pods = pods
+            old = self._pods.known  # replace() makes a new dict: this one stays as it was
+            self._pods.replace(pods.values())
             for key, pod in old.items():
                 if key not in pods:
                     self._apply(DELETED, pod)
@@ -353,14 +356,14 @@ class ExtenderService:
 
     def pods(self) -> list[Pod]:
         with self._lock:
-            return list(self._pods.values())
+            return list(self._pods.known.values())
 
     # --- resync --------------------------------------------------------------------------
 
     def resync(self) -> ResyncReport:
         """One reserve-cache resync over every pod we know (driven by the front end's timer)."""
         now = self._clock()
-        report = self.cache.resync(self.pods(), now)
+        report = self.cache.resync(self._pods, now)  # the index: only its changes are looked at
         summary = {
             "time": now,
             "flushed": list(report.flushed),
@@ -403,7 +406,7 @@ class ExtenderService:
         dump["nodes"] = nodes
         with self._lock:
             counters = dict(self._counters)
-            tracked = len(self._pods)
+            tracked = len(self._pods.known)
             ours = len(self._ours)
             last = self._last_resync
         return {

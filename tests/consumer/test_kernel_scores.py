@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rte.consumer.kernel.table import NodeTable
-from rte.consumer.kernel.zonescore import allocated_scores, balanced_scores
+from rte.consumer.kernel.zonescore import allocated_scores, balanced_scores, flat_at
 from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.score import Weighted, zone_score_at
 from rte.model.quantity import Amount, ceil_value, parse_quantity
@@ -52,14 +52,14 @@ def test_zone_scores_equal_the_scalar_arithmetic(seed: int) -> None:
     views = _views(rng, 1500)
     table = NodeTable.of([v.node_name for v in views], views)
     rows = np.arange(len(views), dtype=np.int64)
-    zones = np.zeros(len(views), np.int64)
+    at = flat_at(table, rows, np.zeros(len(views), np.int64))
     for _ in range(20):
         weighted = _weighted(rng)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            balanced = balanced_scores(table, rows, zones, weighted).tolist()
-            most, most_undecided = allocated_scores(table, rows, zones, weighted, True)
-            least, least_undecided = allocated_scores(table, rows, zones, weighted, False)
+            balanced = balanced_scores(table, at, weighted).tolist()
+            most, most_undecided = allocated_scores(table, at, weighted, True)
+            least, least_undecided = allocated_scores(table, at, weighted, False)
         for k, node in enumerate(views):
             where = f"seed={seed} request={weighted} zone={node.zone_available[0]}"
             assert balanced[k] == zone_score_at(weighted, node, 0, False, True), where

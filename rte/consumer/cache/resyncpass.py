@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from rte.consumer.cache import reconcile
 from rte.consumer.cache.interface import Clock, ResyncReport
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.podindex import PodIndex
 from rte.consumer.cache.podlog import compact
 from rte.consumer.cache.resync import (
     CompareResult,
@@ -86,35 +88,42 @@ class ResyncPass:
         Pass every pod (bound or not, any phase): unbound and Pending pods decide which
         reservations are still in flight. Cost: one fingerprint per marked node, and the nodes
         changed since the last resync; grouping and comparing ``pods`` happens before the cache's
-        lock is taken. ``full`` visits every node (the same outcome; for tests and doubts).
+        lock is taken, unless ``pods`` is a :class:`~.podindex.PodIndex` kept by events: then
+        only the pods changed since the last resync are looked at. ``full`` visits every node
+        (the same outcome; for tests and doubts).
         """
         with self._resync_lock:
             plan = self._plan
             if full:
                 plan.full = True
-            by_node, known, moved = plan.grouped(pods)
-            with self._lock:
-                if now is None:
-                    now = self._clock()
-                run = _Pass(by_node, known, now)
-                generation, stored = self._store.changed_since(plan.store_generation)
-                plan.store_generation = generation
-                try:
-                    if plan.full or stored is None:
-                        self._visit_every_node(run)
-                    else:
-                        self._visit(sorted(plan.to_visit(stored, moved, now)), run)
-                except BaseException:
-                    plan.full = True  # what this pass had taken to visit may be lost: start over
-                    raise
-                plan.touched.clear()  # what this pass itself touched: visited already
-                plan.bound(len(self._nodes))
-                still_dirty = run.still_dirty
-                if self._history:
-                    still_dirty = sorted(plan.waiting.union(still_dirty))
-                return ResyncReport(
-                    tuple(run.flushed), tuple(run.config_flushed), tuple(still_dirty), run.comparisons
-                )
+            # A pod index stays still while the pass reads it (its events wait for the lock).
+            with pods.lock if isinstance(pods, PodIndex) else nullcontext():
+                return self._resync(plan, pods, now)
+
+    def _resync(self, plan: ResyncPlan, pods: PodsInput, now: float | None) -> ResyncReport:
+        by_node, known, moved = plan.grouped(pods)
+        with self._lock:
+            if now is None:
+                now = self._clock()
+            run = _Pass(by_node, known, now)
+            generation, stored = self._store.changed_since(plan.store_generation)
+            plan.store_generation = generation
+            try:
+                if plan.full or stored is None:
+                    self._visit_every_node(run)
+                else:
+                    self._visit(sorted(plan.to_visit(stored, moved, now)), run)
+            except BaseException:
+                plan.full = True  # what this pass had taken to visit may be lost: start over
+                raise
+            plan.touched.clear()  # what this pass itself touched: visited already
+            plan.bound(len(self._nodes))
+            still_dirty = run.still_dirty
+            if self._history:
+                still_dirty = sorted(plan.waiting.union(still_dirty))
+            return ResyncReport(
+                tuple(run.flushed), tuple(run.config_flushed), tuple(still_dirty), run.comparisons
+            )
 
     def _visit_every_node(self, run: _Pass) -> None:
         """The full pass, as the reference resyncs: bring every node up to date, check each."""

@@ -35,6 +35,7 @@ from operator import is_
 # the expiry heap may always hold before they are rebuilt.
 from rte.consumer.cache.batched import MARGIN
 from rte.consumer.cache.nodestate import NodeState
+from rte.consumer.cache.podindex import PodIndex
 from rte.consumer.cache.resync import PodsInput, group_pods
 from rte.consumer.changelog import MIN_KEPT
 from rte.model.pod import Pod, PodKey
@@ -57,6 +58,8 @@ class ResyncPlan:
         self._pods: Mapping[PodKey, Pod] = {}
         self._list: list[Pod] = []
         self._grouped: tuple[dict[str, list[Pod]], dict[PodKey, Pod]] = {}, {}
+        self._indexed = False
+        """The last pods came as a :class:`PodIndex` (whose changes it drained), not a list."""
         self._reserved: dict[PodKey, set[str]] = {}
         self._expiry: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
@@ -69,6 +72,10 @@ class ResyncPlan:
         the last call. The usual list of the same pod objects in the same order as last time
         (an informer without events in between) is recognised by one C loop and not grouped again.
         """
+        if isinstance(pods, PodIndex):
+            return self._indexed_changes(pods)
+        if self._indexed:  # what the index changed since it was drained is unknown here
+            self._indexed, self.full, self._list, self._pods = False, True, [], {}
         if isinstance(pods, list) and len(pods) == len(self._list) and all(map(is_, pods, self._list)):
             by_node, known = self._grouped
             return by_node, known, set()
@@ -76,6 +83,21 @@ class ResyncPlan:
         self._list = list(pods) if isinstance(pods, list) else []  # a copy: the caller may reuse it
         self._grouped = by_node, known
         return by_node, known, self.pods_changed(known)
+
+    def _indexed_changes(self, index: PodIndex) -> tuple[dict[str, list[Pod]], dict[PodKey, Pod], set[str]]:
+        """:meth:`grouped` for a pod index (its lock held): the nodes its events touched since it
+        was last drained, and those holding a reservation for a pod that changed. O(changes)."""
+        keys, nodes, reset = index.drain()
+        if reset or not self._indexed:  # a relist, or the first index: compare everything
+            self._indexed = True
+            self._list, self._grouped = [], ({}, {})
+            self._pods = {}
+            self.full = True
+        if self.full:
+            return index.by_node, index.known, set()  # every node is visited (the index rebuilt)
+        for key in keys:
+            nodes.update(self._reserved.pop(key, ()))  # their visits index them again if still held
+        return index.by_node, index.known, nodes
 
     def pods_changed(self, known: Mapping[PodKey, Pod]) -> set[str]:
         """The nodes a pod changed for since the last call (``known``: every pod by key, a dict

@@ -24,19 +24,12 @@ import numpy as np
 
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, put_at, refusal_reason
+from rte.consumer.kernel.scorerows import score_rows
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
-from rte.consumer.kernel.zonescore import (
-    allocated_scores,
-    balanced_scores,
-    exact_enough,
-    least_numa_scores,
-    pairs_at,
-)
+from rte.consumer.kernel.zonescore import pairs_at
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
-from rte.consumer.nodescore import MAX_SCORE, MIN_SCORE
-from rte.consumer.requests import PreparedPod, Request, kubelet_units
-from rte.consumer.score import Scorer, ScoringStrategy, Weighted
-from rte.consumer.strategies import BALANCED_ALLOCATION, LEAST_NUMA_NODES, MOST_ALLOCATED
+from rte.consumer.requests import PreparedPod, kubelet_units
+from rte.consumer.score import ScoringStrategy
 from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
 from rte.model.topology_manager import POLICY_NONE
 
@@ -221,20 +214,27 @@ def filter_rows(
         fits[:] = True
         codes[:] = texts.code(filter_node(prep, None).reason)
     else:
-        codes[~fresh] = texts.code(filter_node(prep, None, fresh=False).reason)
-        absent = fresh & ~usable
-        fits[absent] = True
-        codes[absent] = texts.code(filter_node(prep, None).reason)
+        stale_code = texts.code(filter_node(prep, None, fresh=False).reason)
+        absent_code = texts.code(filter_node(prep, None).reason)
+        if not usable.all():  # the usual table has a fresh view on every row: nothing to mark
+            codes[~fresh] = stale_code
+            absent = fresh & ~usable
+            fits[absent] = True
+            codes[absent] = absent_code
         if prep.reference:
             scalar = usable.copy()  # the reference's own allocatable check words its reasons
         else:
             live = _allocatable_passed(prep, table, chosen, allocatable, usable.copy(), codes, texts)
             state = _State(table, chosen, fits, codes, numa, position, scalar, texts)
-            for group, where in _groups(table, selection, chosen, live):
+            everything = bool(live.all()) and len(live) > 0
+            for group, where in _groups(table, selection, live, everything):
                 units = kubelet_units(prep, table.units_facts[group], table.units_keys[group])
                 sub = selection if where is None else chosen[where]
                 outcome = decide_group(table, sub, units)
-                state.apply(outcome, np.flatnonzero(live) if where is None else where, where is None)
+                if where is None:
+                    state.apply(outcome, None if everything else np.flatnonzero(live), True)
+                else:
+                    state.apply(outcome, where, False)
     for k in np.flatnonzero(scalar).tolist():
         view = table.views[int(chosen[k])]
         if prep.reference:
@@ -285,14 +285,15 @@ def _allocatable_passed(
 
 
 def _groups(
-    table: NodeTable, selection: Selection, chosen: Ints, live: Bools
+    table: NodeTable, selection: Selection, live: Bools, everything: bool
 ) -> list[tuple[int, Ints | None]]:
     """(units code, selected positions) per group of live rows sharing their admission units;
-    positions None for the usual single group, decided over the whole selection at once."""
-    if not live.any():
+    positions None for the usual single group, decided over the whole selection at once
+    (``everything``: every row is live)."""
+    if not everything and not live.any():
         return []
     codes = pick(table.units_code, selection)
-    present = codes[live]
+    present = codes if everything else codes[live]
     first = int(present[0])
     if (present == first).all():
         return [(first, None)]
@@ -316,40 +317,55 @@ class _State:
         self.table, self.chosen, self.texts = table, chosen, texts
         self.fits, self.codes, self.numa, self.position, self.scalar = fits, codes, numa, position, scalar
 
-    def apply(self, outcome: GroupOutcome, where: Ints, whole: bool) -> None:
-        """Copy ``outcome`` to the selected positions ``where`` (the outcome covers the whole
-        selection when ``whole``, else exactly ``where``)."""
-        at = where if whole else np.arange(len(where))
-        rows = self.chosen[where]
-        position = outcome.position[at]
+    def apply(self, outcome: GroupOutcome, where: Ints | None, whole: bool) -> None:
+        """Copy ``outcome`` to the selected positions ``where`` (None: all of them; the outcome
+        covers the whole selection when ``whole``, else exactly ``where``).
+
+        The group's verdicts are built as whole arrays over its positions (which hold the
+        defaults: a live row is in one group only) and stored at once; when the group is the
+        whole selection, as it usually is, nothing is gathered or scattered by index."""
+        if where is None or not whole:
+            position, nothing, refused = outcome.position, outcome.nothing, outcome.refused
+            patterns = outcome.patterns
+        else:
+            position, nothing = outcome.position[where], outcome.nothing[where]
+            refused = outcome.refused[where]
+            patterns = None if outcome.patterns is None else outcome.patterns[where]
+        rows = self.chosen if where is None else self.chosen[where]
         placed = position >= 0
-        if placed.any():
-            k, zones = where[placed], position[placed]
-            ids = pairs_at(self.table.ids, rows[placed], zones)
-            lookup = np.full(int(ids.max()) + 1, -1, np.int64)
-            for numa_id in np.flatnonzero(np.bincount(ids)).tolist():  # the ids present, ascending
+        fits = placed | nothing
+        everywhere = bool(placed.all())
+        if everywhere or placed.any():
+            # -1 (no zone) where not placed; the lookup's last slot answers -1 with -1.
+            numa = pairs_at(self.table.ids, rows, position if everywhere else np.maximum(position, 0))
+            if not everywhere:
+                numa[~placed] = -1
+            lookup = np.full(int(numa.max()) + 2, -1, np.int64)
+            for numa_id in np.flatnonzero(np.bincount(numa if everywhere else numa[placed])).tolist():
                 lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
-            self.fits[k] = True
-            self.position[k] = zones
-            self.numa[k] = ids
-            self.codes[k] = lookup[ids]
-        nothing = outcome.nothing[at]
+            codes = lookup.take(numa)
+        else:
+            numa = np.full(len(rows), -1, np.int64)
+            codes = np.full(len(rows), -1, np.int64)
         if nothing.any():
-            k = where[nothing]
-            policy_none = self.table.policy[rows[nothing]] == _NONE
-            self.fits[k] = True
-            self.codes[k] = np.where(
+            policy_none = self.table.policy.take(rows[nothing]) == _NONE
+            codes[nothing] = np.where(
                 policy_none, self.texts.code(POLICY_NONE_ADMITTED), self.texts.code(NOTHING_TO_ALIGN)
             )
-        refused = outcome.refused[at]
         if refused.any():
-            assert outcome.patterns is not None
-            k = where[refused]
-            patterns = outcome.patterns[at][refused]
-            for pattern in np.unique(patterns).tolist():
+            assert patterns is not None
+            refusals = patterns[refused]
+            k = np.flatnonzero(refused)
+            for pattern in np.unique(refusals).tolist():
                 code = self.texts.code(refusal_reason(outcome.entries, pattern))
-                self.codes[k[patterns == pattern]] = code
-        self.scalar[where[~(placed | nothing | refused)]] = True
+                codes[k[refusals == pattern]] = code
+        scalar = ~(fits | refused)
+        at: slice | Ints = slice(None) if where is None else where
+        self.fits[at] = fits
+        self.position[at] = position  # -1 where not placed
+        self.numa[at] = numa
+        self.codes[at] = codes
+        self.scalar[at] = scalar
 
 
 def scored_after(
@@ -358,63 +374,3 @@ def scored_after(
     """Score after Filter's half ``f`` (where it passed, or everywhere with ``score_failed``)."""
     target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
     return score_rows(prep, strategy, table, f.chosen, target, f.usable, f.position)
-
-
-def _weighted(req: Request, strategy: ScoringStrategy) -> Weighted:
-    items = tuple((i.name, i.amount, i.ceil, strategy.weight(i.name)) for i in req.items)
-    return items, sum(w for *_, w in items)
-
-
-def score_rows(
-    prep: PreparedPod,
-    strategy: ScoringStrategy,
-    table: NodeTable,
-    chosen: Ints,
-    target: Bools,
-    usable: Bools,
-    position: Ints,
-) -> Ints:
-    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does."""
-    scores = np.full(len(chosen), -1, np.int64)
-    if not prep.guaranteed:
-        scores[target] = MAX_SCORE  # the scorer's constant: only Guaranteed pods are ranked
-        return scores
-    scores[target & ~usable] = MIN_SCORE
-    kernel = target & usable & (position >= 0)
-    rest = target & usable & ~kernel
-    if kernel.any():
-        where = np.flatnonzero(kernel)
-        rows, zones = chosen[where], position[where]
-        pod_scope = table.pod_scope.take(rows)
-        containers = prep.init + prep.app
-        for scope, req in ((True, prep.pod_request), (False, containers[0] if containers else None)):
-            part = pod_scope == scope
-            if not part.any():
-                continue
-            values, undecided = _zone_scores(strategy, table, rows[part], zones[part], req)
-            scores[where[part]] = values
-            rest[where[part][undecided]] = True
-    if rest.any():
-        scorer = Scorer(prep, strategy)
-        for k in np.flatnonzero(rest).tolist():
-            scores[k] = scorer(table.views[int(chosen[k])])
-    return scores
-
-
-def _zone_scores(
-    strategy: ScoringStrategy, table: NodeTable, rows: Ints, zones: Ints, req: Request | None
-) -> tuple[Ints, Bools]:
-    """Scores of one zone per row for a pod whose single unit requests ``req``, and the rows the
-    kernel could not score exactly."""
-    kind = strategy.type
-    undecided = np.zeros(len(rows), np.bool_)
-    if kind == LEAST_NUMA_NODES:
-        return least_numa_scores(table, rows, zones), undecided
-    if req is None or not req.items:
-        return np.full(len(rows), MAX_SCORE, np.int64), undecided
-    weighted = _weighted(req, strategy)
-    if not exact_enough(weighted):
-        return np.zeros(len(rows), np.int64), ~undecided
-    if kind == BALANCED_ALLOCATION:
-        return balanced_scores(table, rows, zones, weighted), undecided
-    return allocated_scores(table, rows, zones, weighted, kind == MOST_ALLOCATED)

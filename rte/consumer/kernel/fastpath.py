@@ -31,16 +31,16 @@ from typing import TypeVar
 
 import numpy as np
 
+from rte.consumer.kernel.rowbits import first_true, rows_any
 from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
 from rte.model.admission.reasons import listing, request_text
 from rte.model.admission.units import AdmissionUnit
-from rte.model.topology_manager import POLICY_NONE, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE
+from rte.model.topology_manager import POLICY_NONE, POLICY_SINGLE_NUMA_NODE
 
 Selection = slice | Ints
 """Rows of a table: a slice (whole columns, no copy) or row indices."""
 
 _NONE = POLICY_CODES[POLICY_NONE]
-_RESTRICTED = POLICY_CODES[POLICY_RESTRICTED]
 _SINGLE = POLICY_CODES[POLICY_SINGLE_NUMA_NODE]
 MAX_PATTERN_ENTRIES = 31
 """Refusal patterns take two bits per hinted resource in an int64."""
@@ -136,6 +136,8 @@ def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionU
     if len(units) != 1 or units[0].shared_pool_error or len(units[0].parts) > 1:
         return GroupOutcome(position, nothing, refused, None, ())
     outcome = _single_unit(table, selection, rows, units[0], policy)
+    if devices is None:  # nothing admitted without alignment: the unit's outcome stands
+        return outcome
     keep = ~nothing
     return GroupOutcome(
         np.where(keep, outcome.position, -1),
@@ -154,8 +156,7 @@ Entry = tuple[str, int, Bools | None, Bools | None]
 def _single_unit(
     table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
 ) -> GroupOutcome:
-    eligible = pick(table.exact, selection) & ~pick(table.memory_groups, selection)
-    eligible &= (policy == _SINGLE) | ((policy == _RESTRICTED) & ~pick(table.prefer_closest, selection))
+    eligible = pick(table.single_unit, selection).copy()  # exact, no memory groups, the policies
     cpus, memory_items = unit.cpus, unit.memory_items
     hinted = np.full(rows, bool(cpus or memory_items))
     entries: list[Entry] = []
@@ -182,7 +183,7 @@ def _single_unit(
         entries.append((resource, amount, topology, holds))
     if fit is None:
         fit = pick(table.ids, selection) >= 0
-    any_fit = fit.any(axis=1)
+    any_fit = rows_any(fit)
     eligible &= hinted
     success = eligible & any_fit
     threads = pick(table.smt_threads, selection)
@@ -190,10 +191,11 @@ def _single_unit(
         physical = pick(table.smt_physical, selection)
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
-    position = np.where(success, fit.argmax(axis=1), -1)
-    refused = eligible & ~any_fit & (policy == _SINGLE)
+    position = np.where(success, first_true(fit), -1)
+    refused = eligible & ~any_fit
+    refused &= policy == _SINGLE
     if memory_items and memory is not None:
-        refused &= memory.any(axis=1)
+        refused &= rows_any(memory)
     patterns = None
     if refused.any():
         if len(entries) > MAX_PATTERN_ENTRIES:

@@ -23,8 +23,9 @@ from typing import TypeVar
 import numpy as np
 
 from rte.consumer.kept import CANDIDATES_KEPT
-from rte.consumer.kernel.decide import Filtered, filter_rows, score_rows, scored_after
+from rte.consumer.kernel.decide import Filtered, filter_rows, scored_after
 from rte.consumer.kernel.fastpath import put_at
+from rte.consumer.kernel.scorerows import score_rows
 from rte.consumer.kernel.table import Ints, NodeTable
 from rte.consumer.requests import PreparedPod, shape_of
 from rte.consumer.score import ScoringStrategy

@@ -74,6 +74,17 @@ class RowData:
     present: Mapping[str, int]
     """Per resource, the positions listing it (:attr:`NumaView.present`)."""
 
+    @property
+    def single_unit(self) -> bool:
+        """Whether the kernel's one-unit fast path applies (:func:`rte.consumer.kernel.fastpath.
+        decide_group`): exact, no memory groups, ``single-numa-node``, or ``restricted`` without
+        ``prefer-closest-numa-nodes``; one column, so a decision does not combine five."""
+        if not self.exact or self.memory_groups:
+            return False
+        if self.policy == POLICY_CODES[POLICY_SINGLE_NUMA_NODE]:
+            return True
+        return self.policy == POLICY_CODES[POLICY_RESTRICTED] and not self.prefer_closest
+
 
 _NONE_ROUNDED: Mapping[str, tuple[bool, ...]] = MappingProxyType({})
 """The :attr:`RowData.fractional` of every row without fractions (nearly all): one shared."""

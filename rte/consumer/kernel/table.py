@@ -133,6 +133,8 @@ class NodeTable:
         self.smt_threads: Ints = np.zeros(rows, np.int64)
         self.smt_physical: Ints = np.full(rows, -1, np.int64)
         self.max_numa_nodes: Ints = np.ones(rows, np.int64)
+        self.single_unit: Bools = np.zeros(rows, np.bool_)
+        """Per row: :attr:`RowData.single_unit`, the fast path's eligibility."""
         self.units_code: Ints = np.zeros(rows, np.int64)
         self.allocatable_code: Ints = np.full(rows, -1, np.int64)
         """Per row: the index of its allocatable names in :attr:`allocatable_sets`, -1 when unknown."""
@@ -148,6 +150,7 @@ class NodeTable:
         ("smt_threads", 0),
         ("smt_physical", -1),
         ("max_numa_nodes", 1),
+        ("single_unit", False),
     )
     """Per-node columns copied from the :class:`RowData` field of the same name, with the value
     of a row without a view."""
@@ -322,6 +325,7 @@ class NodeTable:
         self.allocatable_code[row] = self._allocatable(allocatable)
         self.fresh[row] = fresh
         self.exact[row] = data.exact
+        self.single_unit[row] = data.single_unit
         count = len(data.ids)
         for name, floors in data.available.items():  # the same resources as the row's view
             self.available[name][row, :count] = floors

@@ -45,62 +45,85 @@ def pairs_at(matrix: _Matrix, rows: Ints, zones: Ints) -> _Matrix:
     return cast(_Matrix, matrix.take(rows * matrix.shape[1] + zones))
 
 
-def _amounts(table: NodeTable, name: str, rows: Ints, zones: Ints) -> tuple[Ints, Ints, Bools]:
-    """(rounded down, rounded up, rounded) amounts of ``name`` at each (row, zone); 0 where absent."""
+def flat_at(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
+    """The flat positions of the (row, zone) pairs in the table's C-ordered matrices (all of
+    them are ``capacity x width``): computed once per decision, then one ``take`` per matrix."""
+    return rows * table.width + zones
+
+
+def _amounts(table: NodeTable, name: str, at: Ints) -> tuple[Ints, Ints, Bools | None]:
+    """(rounded down, rounded up, rounded: None where nothing is) amounts of ``name`` at the flat
+    positions ``at``; negative where absent (every use treats them as 0: they hold nothing)."""
     matrix = table.available.get(name)
     if matrix is None:
-        zero = np.zeros(len(rows), np.int64)
-        return zero, zero, np.zeros(len(rows), np.bool_)
-    floor = np.maximum(pairs_at(matrix, rows, zones), 0)
+        zero = np.zeros(len(at), np.int64)
+        return zero, zero, None
+    floor = matrix.take(at)
     flags = table.fractional.get(name)
     if flags is None:
-        return floor, floor, np.zeros(len(rows), np.bool_)
-    rounded = pairs_at(flags, rows, zones)
+        return floor, floor, None
+    rounded = flags.take(at)
     return floor, floor + rounded, rounded
 
 
-def allocated_scores(
-    table: NodeTable, rows: Ints, zones: Ints, weighted: Weighted, most: bool
-) -> tuple[Ints, Bools]:
-    """Most/LeastAllocated of one zone per row; and the rows the kernel cannot decide exactly."""
+def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool) -> tuple[Ints, Bools]:
+    """Most/LeastAllocated of one zone per row (``at``: :func:`flat_at`); and the rows the
+    kernel cannot decide exactly."""
     items, weight_sum = weighted
-    total = np.zeros(len(rows), np.int64)
-    undecided = np.zeros(len(rows), np.bool_)
+    total = np.zeros(len(at), np.int64)
+    undecided = np.zeros(len(at), np.bool_)
+    bounded = True  # every item counted on every row: each share is within 0..100, no clamping
     for name, amount, ceil_amount, weight in items:
-        floor, ceil, rounded = _amounts(table, name, rows, zones)
-        some = ceil > 0
+        floor, ceil, rounded = _amounts(table, name, at)
         if isinstance(amount, int):
-            enough = amount <= floor  # an integer request fits a fractional amount's floor
+            counted = amount <= floor  # an integer request fits a fractional amount's floor
         else:
-            enough = ceil_amount <= floor  # a fractional request against an integral amount
-            undecided |= some & rounded  # a fraction against a fraction: exact rationals needed
-        divisor = np.maximum(ceil, 1)
-        score = (ceil_amount if most else ceil - ceil_amount) * MAX_SCORE // divisor
-        total += np.where(some & enough, score * weight, 0)
-    return _clamp(total // weight_sum), undecided
+            counted = ceil_amount <= floor  # a fractional request against an integral amount
+            if rounded is not None:
+                undecided |= (ceil > 0) & rounded  # a fraction against a fraction: exact rationals
+        if ceil_amount <= 0:
+            counted &= ceil > 0  # else a zone with some of it holds at least the request
+        everywhere = bool(counted.all())
+        # Where counted, the zone holds at least 1; elsewhere the share is dropped: any divisor.
+        divisor = ceil if everywhere and ceil_amount > 0 else np.maximum(ceil, 1)
+        if most:
+            score = np.full(len(at), ceil_amount * MAX_SCORE, np.int64)
+        else:
+            score = ceil - ceil_amount
+            score *= MAX_SCORE
+        score //= divisor
+        if weight != 1:
+            score *= weight
+        if everywhere:  # the usual case: the zone the pod was admitted to holds the request
+            total += score
+        else:
+            bounded = False
+            total += np.where(counted, score, 0)
+    total //= weight_sum
+    return (total if bounded else _clamp(total)), undecided
 
 
-def balanced_scores(table: NodeTable, rows: Ints, zones: Ints, weighted: Weighted) -> Ints:
-    """BalancedAllocation of one zone per row."""
+def balanced_scores(table: NodeTable, at: Ints, weighted: Weighted) -> Ints:
+    """BalancedAllocation of one zone per row (``at``: :func:`flat_at`)."""
     items, _ = weighted
-    over = np.zeros(len(rows), np.bool_)
+    over = np.zeros(len(at), np.bool_)
     fractions = []
     for name, _, ceil_amount, _ in items:
-        _, ceil, _ = _amounts(table, name, rows, zones)
+        _, ceil, _ = _amounts(table, name, at)
         fraction = np.where(ceil > 0, ceil_amount / np.maximum(ceil, 1), 1.0)
         over |= fraction > 1
         fractions.append(fraction)
     count = len(fractions)
     if count < 2:
-        variance = np.zeros(len(rows))
+        variance = np.zeros(len(at))
     else:
         # rte.consumer.score.sample_variance, element-wise: the same operations in the same order.
-        mean = np.zeros(len(rows))
+        mean = np.zeros(len(at))
         for fraction in fractions:
             mean = mean + fraction
         mean = mean / count
-        squares = np.zeros(len(rows))
-        compensation = np.zeros(len(rows))
+        squares = np.zeros(len(at))
+        compensation = np.zeros(len(at))
         for fraction in fractions:
             d = fraction - mean
             squares = squares + d * d
@@ -111,8 +134,8 @@ def balanced_scores(table: NodeTable, rows: Ints, zones: Ints, weighted: Weighte
     return _clamp(np.where(over, MIN_SCORE, scores))
 
 
-def least_numa_scores(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
+def least_numa_scores(table: NodeTable, rows: Ints, at: Ints) -> Ints:
     """LeastNUMANodes of a pod admitted to one zone (:func:`rte.consumer.least_numa.normalize`)."""
     step = MAX_SCORE // table.max_numa_nodes.take(rows)
-    bonus = np.where(pairs_at(table.at_minimum, rows, zones), step // 2, 0)
+    bonus = np.where(table.at_minimum.take(at), step // 2, 0)
     return _clamp(MAX_SCORE - step + bonus)
