@@ -100,7 +100,9 @@ def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        # The longest blocks are documented simulations (docs/preemption.md: three 6000-pod runs,
+        # ~25 s each on a quiet 2-core machine, over 60 s each when the machine is shared).
+        timeout=300,
     )
 
 
