@@ -44,6 +44,27 @@ def threads_per_core(machine: Machine) -> int | None:
     return len(frozenset().union(*cores)) // len(cores)
 
 
+def numa_sockets(machine: Machine) -> dict[int, frozenset[int]]:
+    """NUMA id -> the sockets (``physical_package_id``) of the CPUs in its ``cpulist``, for every
+    NUMA node with CPUs; empty when some CPU's socket is unknown (a partial map would make the
+    consumer count sockets wrong, so it gets none and falls back to its rules without sockets).
+
+    The CPU manager learns the same relation from cAdvisor (kubernetes/kubernetes
+    ``pkg/kubelet/cm/cpumanager/topology/topology.go`` ``Discover``: each CPU's ``SocketID`` and
+    ``NUMANodeID``)."""
+    out: dict[int, frozenset[int]] = {}
+    for node in machine.nodes:
+        sockets = set()
+        for cpu in node.cpus:
+            info = machine.cpus.get(cpu)
+            if info is None or info.package_id is None:
+                return {}
+            sockets.add(info.package_id)
+        if sockets:
+            out[node.id] = frozenset(sockets)
+    return out
+
+
 def listed_cpus(pods: Sequence[PodResources]) -> frozenset[int]:
     """Every CPU ``List`` reports as exclusively assigned (pod-level and container-level, united)."""
     assigned: set[int] = set()
