@@ -1,0 +1,49 @@
+"""Filter on an NRT that carries ``align-by-socket`` and the zones' sockets, end to end from the
+published attributes (kubernetes/kubernetes ``pkg/kubelet/cm/cpumanager/policy_static.go``
+``generateCPUTopologyHints``: ``AlignBySocket && isHintSocketAligned`` makes a hint preferred,
+so ``restricted`` admits a two-zone mask within one socket)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rte.consumer.filter import filter_node
+from rte.consumer.numaview import build_view
+from rte.consumer.requests import prepare_pod
+from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from tests.helpers.consumer import GI, container, pod
+
+
+def _nrt(attrs: dict[str, str]) -> NodeTopology:
+    free = (2, 2, 0, 0)  # zones 0 and 1 (socket 0) have 2 of 4 CPUs free each
+    zones = tuple(
+        Zone(
+            f"node-{i}",
+            resources=(ResourceInfo("cpu", 4, 4, f), ResourceInfo("memory", 8 * GI, 8 * GI, 8 * GI)),
+        )
+        for i, f in enumerate(free)
+    )
+    base = {"topologyManagerPolicy": "restricted", "topologyManagerScope": "container"}
+    base["memoryManagerPolicy"] = "None"
+    return NodeTopology(
+        "n", zones=zones, attributes=tuple(Attribute(k, v) for k, v in {**base, **attrs}.items())
+    )
+
+
+@pytest.mark.parametrize(
+    ("attrs", "fits"),
+    [
+        ({"cpuManagerOptionAlignBySocket": "true", "cpuManagerNUMASockets": "0=0;1=0;2=1;3=1"}, True),
+        # Zones 0 and 1 on different sockets: {0,1} spans two where one would do.
+        ({"cpuManagerOptionAlignBySocket": "true", "cpuManagerNUMASockets": "0=0;1=1;2=0;3=1"}, False),
+        ({"cpuManagerOptionAlignBySocket": "false", "cpuManagerNUMASockets": "0=0;1=0;2=1;3=1"}, False),
+        # An NRT from an agent that does not publish the sockets: the width rule only.
+        ({"cpuManagerOptionAlignBySocket": "true"}, False),
+    ],
+)
+def test_restricted_admits_a_socket_aligned_two_zone_mask_only_when_the_nrt_says_so(
+    attrs: dict[str, str], fits: bool
+) -> None:
+    prep = prepare_pod(pod(container("c", {"cpu": 3, "memory": GI}, guaranteed=True)))
+    result = filter_node(prep, build_view(_nrt(attrs)), None, fresh=True)
+    assert result.fits is fits, result.reason
