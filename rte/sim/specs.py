@@ -94,6 +94,8 @@ class NodeShape:
     """Full resource name -> devices attached to each zone."""
     threads_per_core: int = 1
     """Hardware threads per physical core (SMT); ``cpus_per_zone`` is a multiple of it."""
+    zones_per_socket: int = 1
+    """NUMA zones per socket (2: Intel SNC2, AMD NPS2); ``zones`` is a multiple of it."""
 
 
 @dataclass(frozen=True)
