@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from rte.consumer.cache.predict import predicted_charge
 from rte.consumer.filter import filter_node
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import prepare_pod
@@ -47,3 +48,32 @@ def test_restricted_admits_a_socket_aligned_two_zone_mask_only_when_the_nrt_says
     prep = prepare_pod(pod(container("c", {"cpu": 3, "memory": GI}, guaranteed=True)))
     result = filter_node(prep, build_view(_nrt(attrs)), None, fresh=True)
     assert result.fits is fits, result.reason
+
+
+def _busy_socket(align: str) -> NodeTopology:
+    """Socket 0 = zones 0 (3 of 8 CPUs free) and 1 (8 free); single-thread cores."""
+    zones = tuple(
+        Zone(
+            f"node-{i}",
+            resources=(ResourceInfo("cpu", 8, 8, f), ResourceInfo("memory", 8 * GI, 8 * GI, 8 * GI)),
+        )
+        for i, f in enumerate((3, 8, 8, 8))
+    )
+    attrs = {
+        "topologyManagerPolicy": "restricted",
+        "topologyManagerScope": "container",
+        "cpuManagerThreadsPerCore": "1",
+        "cpuManagerNUMASockets": "0=0;1=0;2=1;3=1",
+        "cpuManagerOptionAlignBySocket": align,
+    }
+    return NodeTopology("n", zones=zones, attributes=tuple(Attribute(k, v) for k, v in attrs.items()))
+
+
+def test_the_reserve_cache_predicts_no_zone_when_the_socket_may_give_the_cpus() -> None:
+    """``getAlignedCPUs``: the hint {0} stands for zones 0 and 1. On this view zone 0 has fewer
+    free CPUs and gives them, but on the node (which may have more room than the view) zone 1 may
+    have fewer by then and give them: charging zone 0 alone could leave zone 1 overstated, so the
+    pod is charged on every zone, as without a prediction."""
+    p = pod(container("c", {"cpu": 2, "memory": GI}, guaranteed=True))
+    assert predicted_charge(build_view(_busy_socket("false")), p) == {0: {"cpu": 2, "memory": GI}}
+    assert predicted_charge(build_view(_busy_socket("true")), p) is None
