@@ -9,6 +9,7 @@ import pytest
 
 from rte.consumer.cache.predict import predicted_charge
 from rte.consumer.filter import filter_node
+from rte.consumer.lowerbound import mark_lower_bound
 from rte.consumer.numaview import build_view
 from rte.consumer.requests import prepare_pod
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
@@ -77,3 +78,43 @@ def test_the_reserve_cache_predicts_no_zone_when_the_socket_may_give_the_cpus() 
     p = pod(container("c", {"cpu": 2, "memory": GI}, guaranteed=True))
     assert predicted_charge(build_view(_busy_socket("false")), p) == {0: {"cpu": 2, "memory": GI}}
     assert predicted_charge(build_view(_busy_socket("true")), p) is None
+
+
+NIC = "example.com/nic"
+
+
+def test_a_lower_bound_view_charges_packed_splits_on_every_zone_they_may_touch() -> None:
+    """The reserve cache's view only bounds the kubelet from below. Zone 0 (5 of 8 CPUs free, the
+    only NIC) and zone 1 (3 of 8) share socket 0. c0 (2 CPUs) is hinted {0}; ``getAlignedCPUs``
+    widens it to the socket and on this view the packed order takes zone 1's CPUs (fewer free),
+    leaving zone 0 the 5 CPUs and the NIC c1 wants. On the node, zone 1 may have freed up to 8
+    by then: zone 0 then has fewer free and gives c0's CPUs, c1 finds 3 CPUs on zone 0 and, on
+    {0,1}, a non-preferred NIC hint: ``restricted`` refuses. So on a lower bound the split is
+    charged to both zones and the pod is refused; on an exact view it is admitted."""
+    zones = tuple(
+        Zone(
+            f"node-{i}",
+            resources=(
+                ResourceInfo("cpu", 8, 8, free),
+                ResourceInfo("memory", 8 * GI, 8 * GI, 8 * GI),
+                ResourceInfo(NIC, nic, nic, nic),
+            ),
+        )
+        for i, (free, nic) in enumerate(((5, 1), (3, 0), (0, 0), (0, 0)))
+    )
+    attrs = {
+        "topologyManagerPolicy": "restricted",
+        "topologyManagerScope": "container",
+        "memoryManagerPolicy": "None",
+        "cpuManagerThreadsPerCore": "1",
+        "cpuManagerNUMASockets": "0=0;1=0;2=1;3=1",
+        "cpuManagerOptionAlignBySocket": "true",
+    }
+    nrt = NodeTopology("n", zones=zones, attributes=tuple(Attribute(k, v) for k, v in attrs.items()))
+    p = pod(
+        container("c0", {"cpu": 2, "memory": GI}, guaranteed=True),
+        container("c1", {"cpu": 5, "memory": GI, NIC: 1}, guaranteed=True),
+    )
+    assert filter_node(prepare_pod(p), build_view(nrt), None, fresh=True).fits
+    bound = mark_lower_bound(build_view(nrt))
+    assert not filter_node(prepare_pod(p), bound, None, fresh=True).fits

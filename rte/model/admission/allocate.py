@@ -142,7 +142,16 @@ def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: lis
 
 class CountAllocator:
     """Allocation over per-zone counts (see the module docstring). An allocator that knows more
-    (the simulator's, which picks CPU ids) can reuse a step: memory's is exact over counts."""
+    (the simulator's, which picks CPU ids) can reuse a step: memory's is exact over counts.
+
+    ``exact_splits`` False charges every multi-zone CPU split the counts do not force (the
+    packed order's splits included) to every zone it may touch. A split the packed order decides
+    on a state is not the one it decides on a state with more room (another zone may then be
+    wholly free, or hold fewer free CPUs first), so a caller that admits on a lower bound of the
+    kubelet's state (:mod:`rte.consumer.lowerbound`) needs charges that stay below the kubelet's
+    whatever its room."""
+
+    exact_splits = True
 
     def take(self, working: Working, unit: AdmissionUnit, mask: int | None, memory_mask: int | None) -> None:
         if unit.cpus:
@@ -152,8 +161,7 @@ class CountAllocator:
         for resource, count in unit.devices.items():
             self.take_devices(working, unit, resource, count, mask)
 
-    @staticmethod
-    def take_cpus(working: Working, unit: AdmissionUnit, mask: int | None) -> None:
+    def take_cpus(self, working: Working, unit: AdmissionUnit, mask: int | None) -> None:
         cpu_zones = working.node.cpu_zones
         reuse_zones, reuse = working.cpu_reuse
         zones = cpu_zones if mask is None else mask & cpu_zones
@@ -164,7 +172,7 @@ class CountAllocator:
         from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
         from_free = unit.cpus - from_reuse
         charged = None
-        if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
+        if self.exact_splits and working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
             split = _socket_split if layout else _packed_split
             charged = split(working, from_free, zones)
         if charged is None:

@@ -169,8 +169,8 @@ def packed_takes(
                 break
         return takes
     first = order[0]
-    single_core_steps = threads_per_core is not None and (threads_per_core == 1 or need < threads_per_core)
-    if avail[first] >= need and (len(order) == 1 or single_core_steps):
+    less_than_a_core = threads_per_core is not None and need < threads_per_core
+    if avail[first] >= need and (len(order) == 1 or less_than_a_core):
         takes[first] = takes.get(first, 0) + need
         return takes
     return None
