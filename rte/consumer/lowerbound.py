@@ -88,6 +88,11 @@ def needs_search(node: NodeResources, units: Sequence[AdmissionUnit]) -> bool:
 class _Trace(CountAllocator):
     """The count allocator, keeping the working state each unit was hinted against."""
 
+    # Splits charged on every zone they may touch: the packed order's split on this state is not
+    # the kubelet's on a larger one (CountAllocator), and the search needs charges that stay below
+    # the kubelet's whatever its room.
+    exact_splits = False
+
     def __init__(self, node: NodeResources) -> None:
         self.states: list[Working] = [Working(node)]
 

@@ -148,6 +148,22 @@ class Machine:
         return {pkg: frozenset(found[pkg]) for pkg in sorted(found)}
 
     @cached_property
+    def numa_sockets(self) -> Mapping[int, frozenset[int]]:
+        """NUMA id -> the packages of the CPUs in its ``cpulist``, for nodes with CPUs; empty when
+        some CPU's package is unknown."""
+        out: dict[int, frozenset[int]] = {}
+        for node in self.nodes:
+            sockets = set()
+            for cpu in node.cpus:
+                info = self.cpus.get(cpu)
+                if info is None or info.package_id is None:
+                    return {}
+                sockets.add(info.package_id)
+            if sockets:
+                out[node.id] = frozenset(sockets)
+        return out
+
+    @cached_property
     def _core_groups(self) -> tuple[frozenset[int], ...]:
         groups = {cpu.thread_siblings for cpu in self.cpus.values() if cpu.thread_siblings}
         return tuple(sorted(groups, key=min))

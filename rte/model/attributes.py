@@ -13,6 +13,7 @@ from rte.model.fingerprint import ATTRIBUTE_METHOD as FINGERPRINT_METHOD
 
 __all__ = [
     "CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS",
+    "CPU_MANAGER_NUMA_SOCKETS",
     "CPU_MANAGER_OPTION_PREFIX",
     "CPU_MANAGER_POLICY",
     "CPU_MANAGER_THREADS_PER_CORE",
@@ -64,6 +65,13 @@ CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS = "cpuManagerAvailablePhysicalCPUs"
 """Node-level attribute, only with ``full-pcpus-only`` on: the number the kubelet's SMT check
 compares a request with (``GetAvailablePhysicalCPUs``: free CPUs minus the core siblings of the
 reserved CPUs)."""
+CPU_MANAGER_NUMA_SOCKETS = "cpuManagerNUMASockets"
+"""Node-level attribute: the socket (sysfs ``physical_package_id``) of every NUMA node that has
+CPUs, ``;``-separated ``<NUMA id>=<socket ids>`` with the socket ids in cpuset list syntax
+(``0=0;1=0;2=1;3=1`` for two sockets of two NUMA nodes each; ``0=0-1`` when one NUMA node spans
+two sockets). What the CPU manager's ``align-by-socket`` option and its packed allocator
+(``takeByTopologyNUMAPacked``: whole sockets before whole NUMA nodes when NUMA nodes nest in
+sockets) decide by; absent when sysfs does not say the socket of every CPU."""
 MEMORY_MANAGER_NUMA_GROUPS = "memoryManagerNUMAGroups"
 """Node-level attribute: the groups of NUMA ids the Static memory manager has bound together for
 multi-NUMA allocations, ``;``-separated, each in cpuset list syntax (``0-1;2-3``); only groups of

@@ -44,6 +44,7 @@ def build_nodes(config: SimConfig) -> Nodes:
             scope=config.scope,
             reserved_cpus=config.reserved_cpus,
             reserved_memory=config.reserved_memory,
+            align_by_socket=config.align_by_socket,
         )
         for _, shape in shapes
     ]

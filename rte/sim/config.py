@@ -80,6 +80,9 @@ class SimConfig:
     """CPUs of zone 0 kept for the system (reservedSystemCPUs); at most a zone's CPUs."""
     reserved_memory: int = GiB
     """Memory of zone 0 kept for the system (``reservedMemory``)."""
+    align_by_socket: bool = field(default=False, metadata=setting(BOOL))
+    """The kubelets' CPU manager option align-by-socket (restricted only; give node shapes several
+    zones per socket, e.g. 4x16c2t2s, for it to matter)."""
     # --- node agents ---
     agent_interval: float = _seconds(10.0)
     """Agent update period; 0 publishes on every change, at once."""
@@ -171,6 +174,9 @@ class SimConfig:
         validate(self)
         if self.reserved_memory < 0:
             raise SettingError("reserved_memory", f"must be >= 0, got {self.reserved_memory}")
+        if self.align_by_socket and self.policy == "single-numa-node":
+            # policy_options.go ValidateStaticPolicyOptions: the kubelet refuses to start so.
+            raise SettingError("align_by_socket", "the kubelet refuses align-by-socket with single-numa-node")
         for _, shape in parse_node_shapes(self.shapes):
             if self.reserved_cpus > shape.cpus_per_zone:
                 raise SettingError(

@@ -16,15 +16,19 @@ free threads (ties: lower core id, which the kubelet takes as the core's lowest 
 core its CPUs by id. A NUMA node counts as free only when every CPU of it is, reserved CPUs
 included, so a node holding reserved CPUs is never taken whole.
 
-The simulated hardware has one socket per NUMA node, so the socket step of (1) never takes
-anything the NUMA step left (every free NUMA node left over is larger than what is still needed),
-and the kubelet's NUMA-first ordering applies (``numaFirst``: sockets >= NUMA nodes).
+With one socket per NUMA node the socket step of (1) never takes anything the NUMA step left
+(every free NUMA node left over is larger than what is still needed), and the kubelet's
+NUMA-first ordering applies (``numaFirst``: sockets >= NUMA nodes). Hardware with several NUMA
+nodes per socket takes whole sockets first (:mod:`rte.sim.sockets`), and with ``align-by-socket``
+the hint's CPUs are those of its sockets (``getAlignedCPUs``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+
+from rte.sim.sockets import Layout, sockets_first, zones_of_sockets
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,11 @@ class CpuTopology:
     zone_size: Mapping[int, int]
     """NUMA zone -> every CPU of it, reserved ones included."""
     threads_per_core: int
+    socket_of: Mapping[int, int] | None = None
+    """NUMA zone -> its socket when zones nest in sockets (:mod:`rte.sim.sockets`); None: one
+    socket per zone."""
+    align_by_socket: bool = False
+    """The CPU manager option ``align-by-socket``: a hint stands for its sockets' CPUs."""
 
 
 def _cores_in_order(topology: CpuTopology, available: Iterable[int]) -> list[list[int]]:
@@ -53,6 +62,13 @@ def _cores_in_order(topology: CpuTopology, available: Iterable[int]) -> list[lis
     return out
 
 
+def _layout(topology: CpuTopology) -> Layout:
+    assert topology.socket_of is not None
+    return Layout(
+        topology.zone_of, topology.core_of, topology.zone_size, topology.threads_per_core, topology.socket_of
+    )
+
+
 def take_packed(topology: CpuTopology, available: Collection[int], count: int) -> list[int] | None:
     """``count`` CPUs of ``available`` as ``takeByTopologyNUMAPacked`` picks them; None when
     fewer are available."""
@@ -60,6 +76,8 @@ def take_packed(topology: CpuTopology, available: Collection[int], count: int) -
         return []
     if count > len(available):
         return None
+    if topology.socket_of is not None:
+        return sockets_first(_layout(topology), available, count)
     if topology.threads_per_core == 1 and len({topology.zone_of[cpu] for cpu in available}) == 1:
         # One zone of single-thread cores: every step below takes CPUs in id order.
         return sorted(available)[:count]
@@ -107,6 +125,8 @@ def allocate_cpus(
     merged hint; None: no affinity), then from anywhere. None when there are too few."""
     pool = set(free) | set(reusable)
     taken: list[int] = []
+    if zones is not None and topology.align_by_socket and topology.socket_of is not None:
+        zones = zones_of_sockets(topology.socket_of, zones)  # getAlignedCPUs: the hint's sockets
     if zones is not None:
         aligned = [cpu for cpu in pool if topology.zone_of[cpu] in zones]
         taken = take_packed(topology, aligned, min(count, len(aligned))) or []

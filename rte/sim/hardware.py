@@ -1,7 +1,8 @@
 """One simulated node kind: the Machine, kubelet config and allocatable the real agent code reads.
 
 Built once per :class:`~rte.sim.specs.NodeShape` and shared by every node of that shape (all
-of it is immutable). Each zone is one socket of ``cpus_per_zone / threads_per_core`` cores.
+of it is immutable). Each zone holds ``cpus_per_zone / threads_per_core`` cores; a socket holds
+``zones_per_socket`` consecutive zones (one by default).
 CPUs are numbered as Linux numbers an SMT server: the first thread of every core, zone by zone,
 then the second thread of every core in the same order, and so on (2 zones of 4 cores x 2
 threads: zone 0 holds 0-3 and 8-11, core 0 is CPUs 0 and 8). Without SMT, zone 0 simply holds
@@ -70,9 +71,12 @@ def build_hardware(
     scope: str,
     reserved_cpus: int,
     reserved_memory: int,
+    align_by_socket: bool = False,
 ) -> NodeHardware:
-    """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers)."""
+    """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers;
+    ``align_by_socket``: the CPU manager option of that name)."""
     zones = range(shape.zones)
+    per_socket = max(shape.zones_per_socket, 1)
     per = shape.cpus_per_zone
     threads = shape.threads_per_core
     cores = per // threads
@@ -101,10 +105,12 @@ def build_hardware(
                 cpus[cpu] = CpuInfo(
                     id=cpu,
                     numa_node=z,
-                    package_id=z,
+                    package_id=z // per_socket,
                     core_id=core,
                     thread_siblings=frozenset(siblings),
-                    core_siblings=frozenset(zone_all[z]),
+                    core_siblings=frozenset(
+                        c for o in zones if o // per_socket == z // per_socket for c in zone_all[o]
+                    ),
                 )
         nodes.append(
             NumaNode(
@@ -123,6 +129,7 @@ def build_hardware(
         topology_manager_policy=policy,
         topology_manager_scope=scope,
         cpu_manager_policy="static",
+        cpu_manager_policy_options={"align-by-socket": "true"} if align_by_socket else {},
         reserved_system_cpus=reserved,
         memory_manager_policy="Static",
         reserved_memory={0: {"memory": reserved_memory}} if reserved_memory else {},
@@ -190,5 +197,7 @@ def build_hardware(
             core_of=core_of,
             zone_size={z: per for z in zones},
             threads_per_core=threads,
+            socket_of={z: z // per_socket for z in zones} if per_socket > 1 else None,
+            align_by_socket=align_by_socket,
         ),
     )

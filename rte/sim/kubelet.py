@@ -33,7 +33,7 @@ simulated agent reads as the real one reads ``cpu_manager_state`` and ``memory_m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rte.agent.compute.reading import Checkpoints
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState, MemoryTable, NumaMemoryState
@@ -224,7 +224,14 @@ class SimKubelet:
         ]
         self._memory_free = [dict(hardware.zone_memory[z]) for z in zones]
         self._mem = _MemoryState([0] * hardware.zones, [1 << z for z in zones])
-        self._facts = NodeFacts(policy=self.policy, scope=self.scope)
+        topology = hardware.cpu_topology
+        socket_of = topology.socket_of or {z: z for z in zones}
+        self._facts = NodeFacts(
+            policy=self.policy,
+            scope=self.scope,
+            align_by_socket=topology.align_by_socket,
+            numa_sockets=tuple((z, frozenset({socket_of[z]})) for z in zones),
+        )
         self._tables: dict[object, object] = {}
         self._distances = tuple(
             tuple(LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in zones) for i in zones
@@ -301,12 +308,7 @@ class SimKubelet:
             facts = self._facts
             shared = self._shared_devices()
             if self._mem.groups() != facts.memory_groups or shared != facts.shared_devices:
-                facts = self._facts = NodeFacts(
-                    policy=self.policy,
-                    scope=self.scope,
-                    memory_groups=self._mem.groups(),
-                    shared_devices=shared,
-                )
+                facts = self._facts = replace(facts, memory_groups=self._mem.groups(), shared_devices=shared)
             self._node = NodeResources(
                 ids=tuple(zones),
                 cpu_capacity=tuple(hw.cpu_topology.zone_size[z] for z in zones),

@@ -5,9 +5,11 @@ the CLI prints one line instead of a traceback.
 
 * Burst: ``N/T``, N pods at once every T (a duration as :mod:`rte.durations` reads it, or a
   plain number of seconds): ``200/60s``.
-* Node shapes: comma-separated ``[P%:]<zones>x<cpus>c[<threads>t]-<memory>[+extra...]``, e.g.
-  ``70%:2x32c2t-192Gi,30%:4x16c-128Gi+nic4``. ``<cpus>`` are the logical CPUs of each zone (one
-  socket per zone), grouped into cores of ``<threads>`` hardware threads (default 1: no SMT).
+* Node shapes: comma-separated ``[P%:]<zones>x<cpus>c[<threads>t][<sockets>s]-<memory>[+extra...]``,
+  e.g. ``70%:2x32c2t-192Gi,30%:4x16c-128Gi+nic4``. ``<cpus>`` are the logical CPUs of each zone,
+  grouped into cores of ``<threads>`` hardware threads (default 1: no SMT); the zones sit on
+  ``<sockets>`` sockets, consecutive zones sharing one (default: one socket per zone;
+  ``4x16c2t2s`` is two sockets of two NUMA zones each, as Intel SNC2 or AMD NPS2).
   ``memory`` is the node's regular memory (hugepages excluded), split evenly over its zones.
   Extras, per zone: ``hp<N>`` (N 1Gi hugepages) or ``<name><N>`` (N devices of
   ``example.com/<name>``); ``<name><N>@<W>``: the zones in consecutive groups of W (W of at least
@@ -52,6 +54,7 @@ MAX_CONTAINERS = 100
 
 _SHAPE_RE = re.compile(
     r"^(?:(?P<pct>\d+(?:\.\d*)?)%:)?(?:(?P<count>\d+)x)?(?P<cpus>\d+(?:\.\d+)?)c(?:(?P<threads>\d+)t)?"
+    r"(?:(?P<sockets>\d+)s)?"
     r"-(?P<mem>[^+]+)(?P<extras>(?:\+[^+]+)*)$"
 )
 _EXTRA_RE = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?P<count>\d+)(?:@(?P<span>\d+))?$")
@@ -100,6 +103,8 @@ class NodeShape:
     shared_devices: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Full resource name -> (devices per group, zones per group) of devices attached to several
     zones (``<name><N>@<W>``)."""
+    zones_per_socket: int = 1
+    """NUMA zones per socket (2: Intel SNC2, AMD NPS2); ``zones`` is a multiple of it."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,9 @@ def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, 
             raise InputError(where, f"{threads} threads per core must be within 1..8 and divide {cpus} CPUs")
         if zones * cpus > MAX_NODE_CPUS:
             raise InputError(where, f"at most {MAX_NODE_CPUS:,} CPUs per node, got {zones * cpus:,}")
+        sockets = int(match["sockets"] or zones)
+        if not 1 <= sockets <= zones or zones % sockets:
+            raise InputError(where, f"{sockets} sockets must be within 1..{zones} and divide {zones} zones")
         memory = _memory(match["mem"], where)
         shared: dict[str, tuple[int, int]] = {}
         hugepages, devices, words = _extras(match["extras"], where, 1, shared)
@@ -243,7 +251,9 @@ def parse_node_shapes(text: str, option: str = "--shape") -> tuple[tuple[float, 
             if zones % span:
                 raise InputError(where, f"{resource}: groups of {span} zones do not divide {zones} zones")
         text = entry.split(":")[-1]
-        return NodeShape(text, zones, cpus, memory // zones, hugepages, devices, threads, shared)
+        return NodeShape(
+            text, zones, cpus, memory // zones, hugepages, devices, threads, shared, zones // sockets
+        )
 
     return _weighted_entries(text, option, build)
 

@@ -113,10 +113,14 @@ def test_dense_names_are_the_sparse_object_renumbered_by_ascending_kernel_id(mac
         # Distances keep their values and point at the renamed twin of the same zone.
         assert [c.name for c in zone.costs] == ["node-0", "node-1", "node-2"]
         assert [c.value for c in zone.costs] == [c.value for c in twin.costs]
-    # The node-level attributes other than numaplacement are the same.
-    assert {a for a in dense.topology.attributes if a.name != npl.METADATA_ATTRIBUTE} == {
-        a for a in sparse.topology.attributes if a.name != npl.METADATA_ATTRIBUTE
+    # The node-level attributes other than numaplacement and the NUMA ids of the socket map are
+    # the same.
+    renumbered = {npl.METADATA_ATTRIBUTE, names.CPU_MANAGER_NUMA_SOCKETS}
+    assert {a for a in dense.topology.attributes if a.name not in renumbered} == {
+        a for a in sparse.topology.attributes if a.name not in renumbered
     }
+    sockets = {a.name: a.value for a in dense.topology.attributes}[names.CPU_MANAGER_NUMA_SOCKETS]
+    assert sockets == "0=0;1=1;2=1"  # kernel 0=0;2=1;3=1
     # The accounting (and so the ceiling of an inconsistent cycle) stays in kernel ids.
     assert dense.accounting == sparse.accounting
     assert dense.available() == sparse.available()

@@ -100,6 +100,14 @@ def random_topology(rng: random.Random, name: str) -> NodeTopology:
         allocatable = rng.randint(1, 2)
         value = f"{NIC}:{','.join(map(str, shared))}={rng.randint(0, allocatable)}/{allocatable}"
         attrs.append(Attribute("nodeMultiNUMAResources", value))
+    if rng.random() < 0.2:
+        # align-by-socket (restricted admits socket-aligned hints) and the socket map, which the
+        # allocation and the packed split read: one or two zones per socket, sometimes unknown.
+        attrs.append(Attribute("cpuManagerOptionAlignBySocket", rng.choice(["true", "true", "false"])))
+        per = rng.choice([1, 2, 2])
+        if rng.random() < 0.85:
+            pairs = ";".join(f"{z}={k // per}" for k, z in enumerate(sorted(ids)))
+            attrs.append(Attribute("cpuManagerNUMASockets", pairs))
     return NodeTopology(name, zones=tuple(zones), attributes=tuple(attrs))
 
 

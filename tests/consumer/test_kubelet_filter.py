@@ -52,6 +52,12 @@ def _random_view(rng: random.Random) -> NumaView:
         attrs.append(Attribute("memoryManagerPolicy", "None"))
     if rng.random() < 0.1:
         attrs.append(Attribute("topologyManagerOptionPreferClosestNumaNodes", "true"))
+    if rng.random() < 0.2:  # align-by-socket, two zones per socket
+        sockets = ";".join(f"{i}={i // 2}" for i in range(len(zones)))
+        attrs += [
+            Attribute("cpuManagerOptionAlignBySocket", "true"),
+            Attribute("cpuManagerNUMASockets", sockets),
+        ]
     return build_view(NodeTopology("n", zones=tuple(zones), attributes=tuple(attrs)))
 
 

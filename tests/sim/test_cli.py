@@ -59,6 +59,11 @@ def test_durations_are_parsed_from_the_flags() -> None:
         (["--burst", "many"], "--burst: 'many' is not N/T"),
         (["--sweep-caches", "none,lru"], "--sweep-caches"),
         (["--nodes", "0"], "--nodes: must be at least 1"),
+        # policy_options.go ValidateStaticPolicyOptions: the kubelet does not start so.
+        (
+            ["--align-by-socket"],
+            "--align-by-socket: the kubelet refuses align-by-socket with single-numa-node",
+        ),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_with_exit_2(args: list[str], message: str) -> None:
@@ -67,6 +72,14 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2(args: list[str], message: s
     assert result.stderr.startswith("rte: error: ")
     assert message in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_align_by_socket_runs_on_zones_sharing_sockets_without_topology_affinity_errors() -> None:
+    args = ["--shape", "4x8c2t2s-32Gi", "--policy", "restricted", "--align-by-socket", "--cache", "reserve"]
+    doc = json.loads(invoke(*FAST, *args, "-o", "json").stdout)
+    assert doc["config"]["align_by_socket"] is True
+    assert doc["counters"]["pods_scheduled"] > 0
+    assert doc["counters"]["topology_affinity_errors"] == 0
 
 
 def test_the_sweep_prints_one_row_per_combination() -> None:

@@ -9,6 +9,7 @@ pod of one unit) the two verdicts must be the same.
 """
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -38,6 +39,15 @@ CASES = [
     ("restricted", "pod", "18x2c-36Gi+nic1"),
 ]
 
+SOCKET_CASES = [
+    # Two NUMA zones per socket (issue #23 items 2 and 4): the kubelet takes whole sockets before
+    # whole NUMA nodes, and with align-by-socket prefers socket-aligned hints and allocates from
+    # the hint's sockets; the agent publishes each zone's socket.
+    ("restricted", "container", "4x4c-16Gi+nic1", True),
+    ("restricted", "pod", "4x4c2t-16Gi+nic1", True),
+    ("restricted", "container", "4x4c2t-16Gi+nic1", False),
+    ("single-numa-node", "container", "4x4c-16Gi+nic1", False),
+]
 
 # Devices attached to several NUMA nodes (issue #23 item 6): a GPU per zone and GPUs shared by
 # pairs (or quads) of zones, pods asking 1 to 3 of them, so masks of several zones count a shared
@@ -53,12 +63,15 @@ SHARED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("policy", "scope", "shape"), CASES)
+@pytest.mark.parametrize(
+    ("policy", "scope", "shape", "zones_per_socket", "align_by_socket"),
+    [(*case, 1, False) for case in CASES] + [(p, sc, sh, 2, a) for p, sc, sh, a in SOCKET_CASES],
+)
 @pytest.mark.parametrize("seed", range(6))
 def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rejects(
-    policy: str, scope: str, shape: str, seed: int
+    policy: str, scope: str, shape: str, zones_per_socket: int, align_by_socket: bool, seed: int
 ) -> None:
-    _agree(policy, scope, shape, seed, MIX)
+    _agree(policy, scope, shape, seed, MIX, zones_per_socket, align_by_socket)
 
 
 @pytest.mark.parametrize(("policy", "scope", "shape"), SHARED_CASES)
@@ -69,9 +82,25 @@ def test_devices_on_several_numa_nodes_agree_with_the_simulated_kubelet(
     _agree(policy, scope, shape, seed, SHARED_MIX)
 
 
-def _agree(policy: str, scope: str, shape: str, seed: int, mix: tuple[tuple[float, PodShape], ...]) -> None:
+def _agree(
+    policy: str,
+    scope: str,
+    shape: str,
+    seed: int,
+    mix: tuple[tuple[float, PodShape], ...],
+    zones_per_socket: int = 1,
+    align_by_socket: bool = False,
+) -> None:
     ((_, node_shape),) = parse_node_shapes(shape)
-    hw = build_hardware(node_shape, policy=policy, scope=scope, reserved_cpus=2, reserved_memory=GiB)
+    node_shape = replace(node_shape, zones_per_socket=zones_per_socket)
+    hw = build_hardware(
+        node_shape,
+        policy=policy,
+        scope=scope,
+        reserved_cpus=2,
+        reserved_memory=GiB,
+        align_by_socket=align_by_socket,
+    )
     kubelet = SimKubelet(hw)
     agent = SimAgent("n", hw, kubelet, method=FingerprintMethod.ALL)
     rng = random.Random(seed)

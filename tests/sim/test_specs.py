@@ -43,6 +43,12 @@ def test_the_brief_example_of_heterogeneous_node_shapes() -> None:
     assert dict(b.devices_per_zone) == {"example.com/nic": 4}
 
 
+def test_zones_sit_on_sockets_one_each_unless_a_socket_count_is_given() -> None:
+    (_, plain), (_, snc2) = parse_node_shapes("50%:4x16c2t-128Gi,50%:4x16c2t2s-128Gi")
+    assert (plain.zones_per_socket, plain.threads_per_core) == (1, 2)
+    assert (snc2.zones, snc2.zones_per_socket, snc2.threads_per_core, snc2.cpus_per_zone) == (4, 2, 2, 16)
+
+
 def test_hugepages_are_counted_per_zone_in_nodes_and_in_gibibytes_per_container_in_pods() -> None:
     ((_, node),) = parse_node_shapes("2x8c-32Gi+hp4")
     assert node.hugepages_per_zone == 4
@@ -60,6 +66,8 @@ def test_hugepages_are_counted_per_zone_in_nodes_and_in_gibibytes_per_container_
         ("2x8c-lots", "memory 'lots' is not a quantity"),
         ("2x8c-32Gi+!!", "extra '!!'"),
         ("0x8c-32Gi", "zones must be within"),
+        ("4x8c2t3s-32Gi", "3 sockets must be within 1..4 and divide 4 zones"),
+        ("2x8c0s-32Gi", "0 sockets must be within"),
         # Counts beyond any machine used to run the simulator out of memory (a traceback) or time.
         ("64x100000c-1Gi", "at most 8,192 CPUs per node, got 6,400,000"),
         ("2x4c-1Gi+nic99999999999", "at most 1,024 devices of 'nic', got 99,999,999,999"),

@@ -48,6 +48,7 @@ from rte.agent.compute.cpu_accounting import (
     account_cpu_bound,
     account_cpu_pool,
     listed_cpus,
+    numa_sockets,
     threads_per_core,
 )
 from rte.agent.compute.device_accounting import account_devices, held_devices
@@ -91,6 +92,8 @@ class Accounting:
     """NUMA nodes the Static memory manager has bound together, two or more each."""
     shared_devices: tuple[SharedDevices, ...] = ()
     """Devices attached to several zones, per resource and zones (also counted in each zone)."""
+    numa_sockets: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    """NUMA id -> its CPUs' sockets, for NUMA nodes with CPUs; empty when unknown."""
 
     @property
     def consistent(self) -> bool:
@@ -190,6 +193,7 @@ def _account(
         memory_numa_bound=memory_bound and bound,
         unknown_numa_devices=devices.unknown_numa,
         threads_per_core=threads_per_core(machine),
+        numa_sockets=numa_sockets(machine),
         available_physical_cpus=physical if cpu_bound and bound else None,
         memory_numa_groups=groups if bound else (),
         shared_devices=devices.shared,

@@ -13,6 +13,7 @@
 * What a consumer needs to decide admission exactly as the kubelet does, named like the Topology
   Manager attributes: boolean CPU manager options (``cpuManagerOption<CamelCase>``), threads per
   core, the free physical CPUs the ``full-pcpus-only`` check counts (only with that option on),
+  the socket of every NUMA node with CPUs (``align-by-socket`` and the packed allocator's order),
   the memory manager's multi-NUMA groups, and the pod-level resources feature gates with the
   kubelet's defaults applied.
 * The pod fingerprint, its method and the legacy annotation are published whenever pods were
@@ -108,10 +109,17 @@ def accounting_attributes(accounting: Accounting, config: KubeletConfig | None) 
         attrs[names.CPU_MANAGER_THREADS_PER_CORE] = str(accounting.threads_per_core)
     if accounting.available_physical_cpus is not None and full_pcpus_only(config):
         attrs[names.CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS] = str(accounting.available_physical_cpus)
+    if accounting.numa_sockets:
+        attrs[names.CPU_MANAGER_NUMA_SOCKETS] = numa_sockets_value(accounting.numa_sockets)
     if accounting.memory_numa_groups:
         groups = ";".join(format_cpuset(g) for g in accounting.memory_numa_groups)
         attrs[names.MEMORY_MANAGER_NUMA_GROUPS] = groups
     return attrs
+
+
+def numa_sockets_value(sockets: Mapping[int, frozenset[int]]) -> str:
+    """The value of :data:`~rte.model.attributes.CPU_MANAGER_NUMA_SOCKETS`: ``0=0;1=0;2=1``."""
+    return ";".join(f"{numa}={format_cpuset(ids)}" for numa, ids in sorted(sockets.items()))
 
 
 def _counts(counts: Mapping[str, int]) -> str:

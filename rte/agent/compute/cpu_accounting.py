@@ -23,7 +23,7 @@ nothing, so a CPU request never causes a TopologyAffinityError).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from rte.agent.compute.ledger import CPU, Ledger
@@ -42,6 +42,17 @@ def threads_per_core(machine: Machine) -> int | None:
     if not cores:
         return None
     return len(frozenset().union(*cores)) // len(cores)
+
+
+def numa_sockets(machine: Machine) -> Mapping[int, frozenset[int]]:
+    """NUMA id -> the sockets (``physical_package_id``) of the CPUs in its ``cpulist``, for every
+    NUMA node with CPUs; empty when some CPU's socket is unknown (a partial map would make the
+    consumer count sockets wrong, so it gets none and falls back to its rules without sockets).
+
+    The CPU manager learns the same relation from cAdvisor (kubernetes/kubernetes
+    ``pkg/kubelet/cm/cpumanager/topology/topology.go`` ``Discover``: each CPU's ``SocketID`` and
+    ``NUMANodeID``). Computed once per machine (the agent asks every cycle)."""
+    return machine.numa_sockets
 
 
 def listed_cpus(pods: Sequence[PodResources]) -> frozenset[int]:

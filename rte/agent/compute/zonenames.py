@@ -16,7 +16,8 @@ every "lowest id first" rule of the kubelet and of the consumers picks the same 
 either naming). Everything that names a NUMA node follows, so the object stays consistent:
 
 * zone names, and the name of every zone ``costs`` points to (distances keep their values);
-* ``memoryManagerNUMAGroups`` (a list of NUMA ids);
+* ``memoryManagerNUMAGroups`` (a list of NUMA ids), and the NUMA ids of ``cpuManagerNUMASockets``
+  (socket ids are not NUMA ids and keep their values);
 * the numaplacement attributes: ``nn`` becomes the number of zones and ``bn`` and each vector's
   zone the dense index, which is what RTE itself publishes (it numbers zones by list position).
 
@@ -86,7 +87,8 @@ def _renumber_zone(zone: Zone, numbering: Mapping[int, int]) -> Zone:
 def renumber_accounting(
     accounting: Accounting, numbering: Mapping[int, int], vectors: Mapping[int, str] | None = None
 ) -> Accounting:
-    """The accounting with zones, their costs and the memory groups in the new numbering.
+    """The accounting with zones, their costs, the memory groups and the NUMA ids of the socket
+    map in the new numbering.
 
     ``vectors`` (new zone id -> text) are the numaplacement vectors of the placement encoded in
     the new numbering (:func:`renumber_placement`); they replace the zones' old ones.
@@ -102,7 +104,8 @@ def renumber_accounting(
         zones.append(
             replace(zone, attributes=kept if text is None else (*kept, Attribute(npl.VECTOR_ATTRIBUTE, text)))
         )
-    return replace(accounting, zones=tuple(zones), memory_numa_groups=groups)
+    sockets = {numbering.get(numa, numa): ids for numa, ids in accounting.numa_sockets.items()}
+    return replace(accounting, zones=tuple(zones), memory_numa_groups=groups, numa_sockets=sockets)
 
 
 def renumber_placement(placement: Placement, numbering: Mapping[int, int]) -> Placement:

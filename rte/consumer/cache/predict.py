@@ -20,8 +20,9 @@ its zones only once it knows the kubelet admitted it (no longer Pending); until 
 zone.
 
 :func:`predicted_charge` answers None (every zone) for anything else: several units, a mask of
-several zones, a split the counts cannot tell (``Working.exact``), or a request the model does
-not charge to zones in full (the shared CPU pool).
+several zones, a split the counts cannot tell (``Working.exact``), a request the model does
+not charge to zones in full (the shared CPU pool), or a zone that shares its socket with others
+under ``align-by-socket`` (the kubelet's CPUs may then come from any zone of the socket).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from rte.consumer.requests import kubelet_units, prepare_pod, shape_key, units_k
 from rte.model.admission.admit import admit_pod
 from rte.model.admission.allocate import CountAllocator
 from rte.model.admission.masks import popcount
-from rte.model.admission.node import Working
+from rte.model.admission.node import NodeResources, Working
+from rte.model.admission.sockets import aligned_zones, socket_layout
 from rte.model.admission.units import AdmissionUnit
 from rte.model.pod import Pod, effective_request
 from rte.model.quantity import Amount
@@ -146,6 +148,14 @@ def _view_key(view: NumaView) -> tuple[object, ...]:
 _VIEW_KEY = "predict-admission-key"
 
 
+def _shares_a_socket(node: NodeResources, mask: int) -> bool:
+    """Whether, with ``align-by-socket``, the kubelet may take the unit's CPUs from another zone
+    than ``mask``'s (``getAlignedCPUs`` widens it to its socket, and which zone of the socket has
+    the fewest free CPUs on the node may differ from the view's): unknown sockets count as shared."""
+    layout = socket_layout(node)
+    return layout is None or aligned_zones(layout, mask & node.cpu_zones) != mask & node.cpu_zones
+
+
 def _admit(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
     """:func:`_admitted_zone` computed by the admission model."""
     prep = prepare_pod(pod)
@@ -167,6 +177,8 @@ def _admit(view: NumaView, pod: Pod) -> tuple[int, dict[str, Amount]] | None:
         # from every zone decides instead (rte.model.admission.devices.split_free).
         return None
     chosen = mask.bit_length() - 1
+    if view.facts.align_by_socket and _shares_a_socket(node, mask):
+        return None
     taken: dict[str, Amount] = {}
     for resource, amount in (
         ("cpu", node.cpu_available[chosen] - working.cpu_free[chosen]),

@@ -21,7 +21,11 @@ mask, are exact. When CPUs or devices come from several zones and the count does
 split (not everything free in the mask is taken), which zones gave how many depends on core layout
 (``takeByTopologyNUMAPacked`` in ``cpu_assignment.go`` prefers whole cores and the least free NUMA
 nodes) or on the device plugin's preference; CPUs that take every wholly free zone of the mask and
-the rest from its one other zone are known (:func:`_packed_split`). Otherwise the allocator
+the rest from its one other zone are known (:func:`_packed_split`); when the NRT gives the zones'
+sockets, the general packed order is followed (:func:`~.sockets.packed_takes`: whole sockets and
+NUMA nodes in the kubelet's order, then the rest from the first zone when counts decide it), and
+with ``align-by-socket`` the zones the CPUs come from are those of the hint's sockets
+(``getAlignedCPUs``), or every zone when the sockets are unknown. Otherwise the allocator
 charges the whole amount to *every* zone of the mask, and from then on charges every later unit to
 every zone of the node (``Working.exact`` turns False): every zone keeps at most what the kubelet
 would leave, and a unit admitted on less room would be admitted on more (more free only adds
@@ -42,6 +46,7 @@ from typing import Protocol
 from rte.model.admission.devices import take_grouped
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
+from rte.model.admission.sockets import aligned_zones, packed_takes, socket_layout
 from rte.model.admission.units import AdmissionUnit
 from rte.model.topology_manager import POLICY_NONE, SCOPE_POD
 
@@ -109,6 +114,22 @@ def _packed_split(working: Working, amount: int, zones: int) -> int | None:
     return charged
 
 
+def _socket_split(working: Working, amount: int, zones: int) -> int | None:
+    """:func:`~.sockets.packed_takes` applied to the working counts: the zones charged, or None."""
+    node = working.node
+    layout = socket_layout(node)
+    assert layout is not None
+    threads = node.facts.threads_per_core
+    takes = packed_takes(working.cpu_free, node.cpu_capacity, zones, amount, layout, threads)
+    if takes is None:
+        return None
+    charged = 0
+    for z, taken in takes.items():
+        working.cpu_free[z] -= taken
+        charged |= 1 << z
+    return charged
+
+
 def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: list[int]) -> int:
     """How much of ``amount`` comes from the pod's reusable pool. The managers take what lies in
     the mask first: reusable CPUs or devices in it (all of them, when the hint held them), then
@@ -122,7 +143,16 @@ def _from_reuse(amount: int, reuse: int, reuse_zones: int, zones: int, free: lis
 
 class CountAllocator:
     """Allocation over per-zone counts (see the module docstring). An allocator that knows more
-    (the simulator's, which picks CPU ids) can reuse a step: memory's is exact over counts."""
+    (the simulator's, which picks CPU ids) can reuse a step: memory's is exact over counts.
+
+    ``exact_splits`` False charges every multi-zone CPU split the counts do not force (the
+    packed order's splits included) to every zone it may touch. A split the packed order decides
+    on a state is not the one it decides on a state with more room (another zone may then be
+    wholly free, or hold fewer free CPUs first), so a caller that admits on a lower bound of the
+    kubelet's state (:mod:`rte.consumer.lowerbound`) needs charges that stay below the kubelet's
+    whatever its room."""
+
+    exact_splits = True
 
     def take(self, working: Working, unit: AdmissionUnit, mask: int | None, memory_mask: int | None) -> None:
         if unit.cpus:
@@ -132,16 +162,20 @@ class CountAllocator:
         for resource, count in unit.devices.items():
             self.take_devices(working, unit, resource, count, mask)
 
-    @staticmethod
-    def take_cpus(working: Working, unit: AdmissionUnit, mask: int | None) -> None:
+    def take_cpus(self, working: Working, unit: AdmissionUnit, mask: int | None) -> None:
         cpu_zones = working.node.cpu_zones
         reuse_zones, reuse = working.cpu_reuse
         zones = cpu_zones if mask is None else mask & cpu_zones
+        layout = socket_layout(working.node)
+        if mask is not None and working.node.facts.align_by_socket:
+            # getAlignedCPUs widens the hint to its sockets; not knowing them, every zone may give.
+            zones = cpu_zones if layout is None else aligned_zones(layout, zones)
         from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
         from_free = unit.cpus - from_reuse
         charged = None
-        if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
-            charged = _packed_split(working, from_free, zones)
+        if self.exact_splits and working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
+            split = _socket_split if layout else _packed_split
+            charged = split(working, from_free, zones)
         if charged is None:
             charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
         working.cpu_free_total -= from_free

@@ -9,6 +9,9 @@ safely as it can, never fail on it):
 * ``topologyManagerOptionPreferClosestNumaNodes``: off;
 * ``cpuManagerOptionFullPcpusOnly``: off; with it on but no ``cpuManagerThreadsPerCore``, the
   SMT check cannot be applied and is skipped, as the kubelet without the option would;
+* ``cpuManagerOptionAlignBySocket``: off; ``cpuManagerNUMASockets``: unknown (then
+  ``align-by-socket`` prefers no extra hint and its allocation is charged to every zone, see
+  :mod:`~.sockets` and :mod:`~.allocate`);
 * ``memoryManagerNUMAGroups``: no groups; ``nodeUnknownNUMAResources``,
   ``nodeNonTopologyResources``: none; ``nodeMultiNUMAResources`` (or a malformed value): no
   device is shared by several zones, so each zone's count is read as its own devices (a shared
@@ -24,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from rte.model.admission.node import NodeFacts
 from rte.model.attributes import (
     CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS,
+    CPU_MANAGER_NUMA_SOCKETS,
     CPU_MANAGER_OPTION_PREFIX,
     CPU_MANAGER_POLICY,
     CPU_MANAGER_THREADS_PER_CORE,
@@ -41,6 +45,7 @@ from rte.model.topology import Attribute
 
 PREFER_CLOSEST_NUMA = TOPOLOGY_MANAGER_OPTION_PREFIX + "PreferClosestNumaNodes"
 FULL_PCPUS_ONLY_ATTRIBUTE = CPU_MANAGER_OPTION_PREFIX + "FullPcpusOnly"
+ALIGN_BY_SOCKET_ATTRIBUTE = CPU_MANAGER_OPTION_PREFIX + "AlignBySocket"
 GATE_POD_LEVEL_RESOURCES = KUBELET_FEATURE_GATE_PREFIX + "PodLevelResources"
 GATE_POD_LEVEL_RESOURCE_MANAGERS = KUBELET_FEATURE_GATE_PREFIX + "PodLevelResourceManagers"
 
@@ -90,6 +95,23 @@ def parse_groups(value: str | None) -> tuple[frozenset[int], ...]:
     return tuple(groups)
 
 
+def parse_numa_sockets(value: str | None) -> tuple[tuple[int, frozenset[int]], ...]:
+    """``0=0;1=0;2=1``: (NUMA id, socket ids) by NUMA id; any malformed item voids the whole map
+    (a partial map would count sockets wrong)."""
+    out: dict[int, frozenset[int]] = {}
+    for item in (value or "").split(";"):
+        numa, sep, sockets = item.partition("=")
+        number = _count(numa, 0) if sep else None
+        try:
+            ids = parse_cpuset(sockets) if number is not None else frozenset()
+        except ValueError:
+            ids = frozenset()
+        if number is None or not ids or number in out:
+            return ()
+        out[number] = ids
+    return tuple(sorted(out.items()))
+
+
 def facts_from_attributes(
     attributes: Iterable[Attribute] | Mapping[str, str], *, policy: str, scope: str, max_numa_nodes: int
 ) -> NodeFacts:
@@ -109,6 +131,8 @@ def facts_from_attributes(
         threads_per_core=_count(attrs.get(CPU_MANAGER_THREADS_PER_CORE), 1),
         available_physical_cpus=_count(attrs.get(CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS), 0),
         memory_groups=parse_groups(attrs.get(MEMORY_MANAGER_NUMA_GROUPS)),
+        align_by_socket=_flag(attrs.get(ALIGN_BY_SOCKET_ATTRIBUTE), False),
+        numa_sockets=parse_numa_sockets(attrs.get(CPU_MANAGER_NUMA_SOCKETS)),
         unknown_numa_devices=parse_counts(attrs.get(UNKNOWN_NUMA_DEVICES)),
         non_topology_devices=parse_counts(attrs.get(NON_NUMA_DEVICES)),
         shared_devices=parse_shared_devices(attrs.get(MULTI_NUMA_DEVICES)) or (),

@@ -20,6 +20,7 @@ from rte.model.admission.devices import free_total, hinted_masks
 from rte.model.admission.devices import min_affinity as grouped_min_affinity
 from rte.model.admission.masks import candidate_masks, narrowest_width, popcount, positions, unlisted
 from rte.model.admission.node import NodeResources, Working, mask_sums
+from rte.model.admission.sockets import aligned_width, socket_aligned, socket_layout
 
 HINTS = "hints"
 ANY = "any"
@@ -48,14 +49,21 @@ def no_preference(resource: str) -> ResourceHints:
 
 
 def _hints(
-    resource: str, masks: list[int], min_affinity: int, *, narrowed: bool = False, beyond: bool = False
+    resource: str,
+    masks: list[int],
+    min_affinity: int,
+    *,
+    narrowed: bool = False,
+    beyond: bool = False,
+    also_preferred: frozenset[int] = frozenset(),
 ) -> ResourceHints:
     """The hints of one resource; ``narrowed``: only single-zone masks were looked for (what
     ``single-numa-node`` keeps), so an empty list still means "hinted", just not on one zone.
-    ``beyond``: see :attr:`ResourceHints.beyond` (never with ``narrowed``: one zone is listed)."""
+    ``beyond``: see :attr:`ResourceHints.beyond` (never with ``narrowed``: one zone is listed).
+    ``also_preferred``: masks preferred whatever their width (``align-by-socket``)."""
     if not masks and not narrowed and not beyond:
         return ResourceHints(resource, NONE, min_affinity=min_affinity)
-    preferred = frozenset(m for m in masks if popcount(m) == min_affinity)
+    preferred = frozenset(m for m in masks if popcount(m) == min_affinity) | also_preferred
     return ResourceHints(resource, HINTS, tuple(masks), preferred, min_affinity, beyond and not narrowed)
 
 
@@ -65,8 +73,11 @@ def cpu_hints(working: Working, request: int, *, single_only: bool = False) -> R
 
     Masks range over the NUMA nodes that have CPUs. ``minAffinitySize`` counts every CPU of a
     mask's zones (reserved ones included); a mask is hinted when its free CPUs plus the pod's
-    reusable ones reach the request, and only if it holds every zone of the reusable CPUs.
-    ``single_only`` looks at single-zone masks only (all ``single-numa-node`` keeps).
+    reusable ones reach the request, and only if it holds every zone of the reusable CPUs. With
+    ``align-by-socket``, a mask whose zones span the fewest sockets is preferred too
+    (``isHintSocketAligned``, :mod:`~.sockets`; ``single-numa-node`` refuses the option, so the
+    ``single_only`` path never applies it). ``single_only`` looks at single-zone masks only (all
+    ``single-numa-node`` keeps).
     """
     if request <= 0:
         return no_preference("cpu")
@@ -81,7 +92,14 @@ def cpu_hints(working: Working, request: int, *, single_only: bool = False) -> R
         return _hints("cpu", singles, min_affinity, narrowed=True)
     free = mask_sums(working.cpu_free, zones)
     masks = [m for m, _ in candidate_masks(zones) if free[m] >= need and m & reuse_zones == reuse_zones]
-    return _hints("cpu", masks, min_affinity, beyond=unlisted(zones, min_affinity))
+    layout = socket_layout(node) if node.facts.align_by_socket else None
+    if layout is None:
+        # Without the zones' sockets (an NRT from another agent), only the width rule is applied:
+        # the kubelet may prefer more masks, so rte can only refuse more, never admit a TAE.
+        return _hints("cpu", masks, min_affinity, beyond=unlisted(zones, min_affinity))
+    aligned = frozenset(m for m in masks if socket_aligned(layout, m, min_affinity))
+    widest = aligned_width(layout, min_affinity)
+    return _hints("cpu", masks, min_affinity, beyond=unlisted(zones, widest), also_preferred=aligned)
 
 
 def memory_hints(

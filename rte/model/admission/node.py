@@ -61,6 +61,10 @@ class NodeFacts:
     available_physical_cpus: int | None = None
     memory_groups: tuple[frozenset[int], ...] = ()
     """NUMA ids the memory manager has bound together (groups of two or more)."""
+    align_by_socket: bool = False
+    """CPU manager option ``align-by-socket`` (see :mod:`~.sockets`)."""
+    numa_sockets: tuple[tuple[int, frozenset[int]], ...] = ()
+    """(NUMA id, its socket ids) for the NUMA nodes with CPUs; empty when the NRT does not say."""
     unknown_numa_devices: Mapping[str, int] = field(default_factory=dict)
     """Free devices whose NUMA node is unknown (-1), per resource."""
     non_topology_devices: Mapping[str, int] = field(default_factory=dict)
