@@ -32,13 +32,14 @@ differ. One gap remains: a later multi-zone memory allocation then records its g
 choice of mask, which may differ from the kubelet's. Reusable CPUs are assumed taken before free
 ones; the packed allocator takes whole free cores in core order and an init container's CPUs are
 whole cores in that order, so this holds unless the request is not a multiple of the threads per
-core.
+core. With ``distribute-cpus-across-numa`` the split follows :mod:`.distribute` instead.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from rte.model.admission.distribute import take_distributed
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
 from rte.model.admission.units import AdmissionUnit
@@ -140,7 +141,10 @@ class CountAllocator:
         from_free = unit.cpus - from_reuse
         charged = None
         if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
-            charged = _packed_split(working, from_free, zones)
+            if working.node.facts.distribute_cpus_across_numa:
+                charged = take_distributed(working, from_free, zones)
+            if charged is None:
+                charged = _packed_split(working, from_free, zones)
         if charged is None:
             charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
         working.cpu_free_total -= from_free
