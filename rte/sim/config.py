@@ -79,6 +79,9 @@ class SimConfig:
     """CPUs of zone 0 kept for the system (reservedSystemCPUs); at most a zone's CPUs."""
     reserved_memory: int = GiB
     """Memory of zone 0 kept for the system (``reservedMemory``)."""
+    distribute_cpus_across_numa: bool = field(default=False, metadata=setting(BOOL))
+    """The kubelets' CPU manager option ``distribute-cpus-across-numa``: a container whose CPUs
+    span NUMA zones gets them evenly from each (off: packed, filling zones one by one)."""
     # --- node agents ---
     agent_interval: float = _seconds(10.0)
     """Agent update period; 0 publishes on every change, at once."""

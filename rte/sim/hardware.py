@@ -63,8 +63,10 @@ def build_hardware(
     scope: str,
     reserved_cpus: int,
     reserved_memory: int,
+    cpu_manager_options: Mapping[str, str] | None = None,
 ) -> NodeHardware:
-    """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers)."""
+    """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers;
+    ``cpu_manager_options``: the kubelet's ``cpuManagerPolicyOptions``)."""
     zones = range(shape.zones)
     per = shape.cpus_per_zone
     threads = shape.threads_per_core
@@ -116,6 +118,7 @@ def build_hardware(
         topology_manager_policy=policy,
         topology_manager_scope=scope,
         cpu_manager_policy="static",
+        cpu_manager_policy_options=dict(cpu_manager_options or {}),
         reserved_system_cpus=reserved,
         memory_manager_policy="Static",
         reserved_memory={0: {"memory": reserved_memory}} if reserved_memory else {},

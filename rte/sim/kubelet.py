@@ -8,7 +8,8 @@ Topology Manager's verdict and each unit's merged mask (its tie-breaks included)
 between units is :class:`_Allocation`, which allocates as the kubelet's managers do and tells the
 model exactly what is left:
 
-* CPUs: the static CPU manager's ``allocateCPUs`` and packed order (:mod:`rte.sim.cpus`), over
+* CPUs: the static CPU manager's ``allocateCPUs`` and packed order, or the even split of
+  ``distribute-cpus-across-numa`` when the node's config sets it (:mod:`rte.sim.cpus`), over
   the free CPUs plus the pod's reusable ones; a regular init container's CPUs become reusable by
   the containers after it and stay assigned until the pod goes (kubernetes/kubernetes
   ``pkg/kubelet/cm/cpumanager/policy_static.go``, ``updateCPUsToReuse``; ``removeStaleState``);
@@ -31,9 +32,10 @@ simulated agent reads as the real one reads ``cpu_manager_state`` and ``memory_m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rte.agent.compute.reading import Checkpoints
+from rte.host.kubelet_config import DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION, go_bool
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState, MemoryTable, NumaMemoryState
 from rte.model.admission.admit import Admission, admit_pod
 from rte.model.admission.allocate import CountAllocator
@@ -118,7 +120,10 @@ class _Allocation:
     def _take_cpus(self, working: Working, unit: AdmissionUnit, mask: int | None) -> frozenset[int]:
         topology = self.kubelet.hardware.cpu_topology
         zones = None if mask is None else positions(mask)
-        ids = allocate_cpus(topology, self.free_cpus, self.reuse_cpus, unit.cpus, zones)
+        distribute = working.node.facts.distribute_cpus_across_numa
+        ids = allocate_cpus(
+            topology, self.free_cpus, self.reuse_cpus, unit.cpus, zones, distribute=distribute
+        )
         assert ids is not None, "the model admitted more CPUs than are free"
         taken = frozenset(ids)
         for cpu in taken - self.reuse_cpus:
@@ -210,7 +215,9 @@ class SimKubelet:
         ]
         self._memory_free = [dict(hardware.zone_memory[z]) for z in zones]
         self._mem = _MemoryState([0] * hardware.zones, [1 << z for z in zones])
-        self._facts = NodeFacts(policy=self.policy, scope=self.scope)
+        options = config.cpu_manager_policy_options
+        distribute = go_bool(options.get(DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION, "false")) is True
+        self._facts = NodeFacts(policy=self.policy, scope=self.scope, distribute_cpus_across_numa=distribute)
         self._tables: dict[object, object] = {}
         self._distances = tuple(
             tuple(LOCAL_DISTANCE if i == j else REMOTE_DISTANCE for j in zones) for i in zones
@@ -286,9 +293,7 @@ class SimKubelet:
             }
             facts = self._facts
             if self._mem.groups() != facts.memory_groups:
-                facts = self._facts = NodeFacts(
-                    policy=self.policy, scope=self.scope, memory_groups=self._mem.groups()
-                )
+                facts = self._facts = replace(facts, memory_groups=self._mem.groups())
             self._node = NodeResources(
                 ids=tuple(zones),
                 cpu_capacity=tuple(hw.cpu_topology.zone_size[z] for z in zones),

@@ -18,10 +18,10 @@ import pytest
 from rte.model.admission.admit import admit_pod
 from rte.model.admission.distribute import (
     balance_score,
+    charge_distributed,
     distributed_in_order,
     distributed_takes,
     numa_range,
-    take_distributed,
 )
 from rte.model.admission.facts import facts_from_attributes
 from rte.model.admission.node import NodeFacts, Working, node_resources
@@ -175,11 +175,11 @@ def test_an_ambiguous_split_charges_each_zone_its_largest_candidate_and_ends_exa
     node = node_resources(zones, NodeFacts(policy="best-effort", distribute_cpus_across_numa=True))
     assert distributed_takes([8, 8, 8], [16] * 3, 0b111, 20, 1) == [(6, 7, 7), (7, 6, 7), (7, 7, 6)]
     working = Working(node)
-    assert take_distributed(working, 20, 0b111) == 0b111
+    assert charge_distributed(working, 20, 0b111) == 0b111
     assert working.cpu_free == [1, 1, 1]
     assert not working.exact
     exact = Working(node)
-    assert take_distributed(exact, 18, 0b111) == 0b111  # 6 each: no remainder, no tie
+    assert charge_distributed(exact, 18, 0b111) == 0b111  # 6 each: no remainder, no tie
     assert exact.cpu_free == [2, 2, 2] and exact.exact
 
 

@@ -19,7 +19,7 @@ from rte.model.vocabulary import FingerprintMethod
 from rte.sim.agent import SimAgent
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
-from rte.sim.specs import GiB, parse_node_shapes, parse_pod_mix
+from rte.sim.specs import GiB, PodShape, parse_node_shapes, parse_pod_mix
 from rte.sim.workload import template_pod
 
 MIX = parse_pod_mix(
@@ -39,13 +39,56 @@ CASES = [
 ]
 
 
+# distribute-cpus-across-numa (issue #23, item 3); the split itself: test_distribute_agreement.py.
+DISTRIBUTE = {"distribute-cpus-across-numa": "true"}
+# Units spanning zones (their memory too, or ``restricted`` refuses them), then more beside them.
+SPANNING_MIX = parse_pod_mix(
+    "25%:20c-40Gi,15%:10c-20Gi,10%:2x5c-9Gi,10%:8c-14Gi+sidecar2c-1Gi,15%:3c-1Gi,15%:2x2c-2Gi,10%:7c-2Gi"
+)
+DISTRIBUTE_CASES = [
+    ("restricted", "container", "2x16c-64Gi", SPANNING_MIX),
+    ("restricted", "container", "3x8c-48Gi", SPANNING_MIX),
+    ("restricted", "container", "4x6c2t-48Gi+nic1", SPANNING_MIX),
+    ("restricted", "pod", "3x8c-48Gi", SPANNING_MIX),
+    ("restricted", "container", "4x4c2t-32Gi+nic1", MIX),
+]
+
+
 @pytest.mark.parametrize(("policy", "scope", "shape"), CASES)
 @pytest.mark.parametrize("seed", range(6))
 def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rejects(
     policy: str, scope: str, shape: str, seed: int
 ) -> None:
+    _run_sequence(policy, scope, shape, seed, MIX, {})
+
+
+@pytest.mark.parametrize(("policy", "scope", "shape", "mix"), DISTRIBUTE_CASES)
+@pytest.mark.parametrize("seed", range(6))
+def test_with_distribute_cpus_across_numa_filter_never_admits_what_the_simulated_kubelet_rejects(
+    policy: str, scope: str, shape: str, mix: tuple[tuple[float, PodShape], ...], seed: int
+) -> None:
+    """The simulated kubelet splits a multi-zone allocation by ``takeByTopologyNUMADistributed``
+    (cpumanager ``cpu_assignment.go``), the agent publishes the option, the Filter models it."""
+    _run_sequence(policy, scope, shape, seed, mix, DISTRIBUTE)
+
+
+def _run_sequence(
+    policy: str,
+    scope: str,
+    shape: str,
+    seed: int,
+    mix: tuple[tuple[float, PodShape], ...],
+    options: dict[str, str],
+) -> None:
     ((_, node_shape),) = parse_node_shapes(shape)
-    hw = build_hardware(node_shape, policy=policy, scope=scope, reserved_cpus=2, reserved_memory=GiB)
+    hw = build_hardware(
+        node_shape,
+        policy=policy,
+        scope=scope,
+        reserved_cpus=2,
+        reserved_memory=GiB,
+        cpu_manager_options=options,
+    )
     kubelet = SimKubelet(hw)
     agent = SimAgent("n", hw, kubelet, method=FingerprintMethod.ALL)
     rng = random.Random(seed)
@@ -57,15 +100,15 @@ def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rej
             assert kubelet.release(key)
             del running[key]
             continue
-        shape_index = rng.choices(range(len(MIX)), [p for p, _ in MIX])[0]
-        candidate = template_pod(MIX[shape_index][1], "default-scheduler", name=f"p{i}")
+        shape_index = rng.choices(range(len(mix)), [p for p, _ in mix])[0]
+        candidate = template_pod(mix[shape_index][1], "default-scheduler", name=f"p{i}")
         topology, _ = agent.snapshot(running)
         assert agent.findings == 0
         verdict = filter_node(candidate, build_view(topology), hw.node_allocatable)
         admitted = kubelet.admit(candidate) is not None
         if verdict.fits:
             assert admitted, (
-                f"Filter admitted {candidate.name} ({MIX[shape_index][1].text}): {verdict.reason}"
+                f"Filter admitted {candidate.name} ({mix[shape_index][1].text}): {verdict.reason}"
             )
         units = len(candidate.containers) + len(candidate.init_containers)
         if policy == "single-numa-node" or units == 1:

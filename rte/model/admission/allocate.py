@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from rte.model.admission.distribute import take_distributed
+from rte.model.admission.distribute import charge_distributed
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
 from rte.model.admission.units import AdmissionUnit
@@ -142,7 +142,7 @@ class CountAllocator:
         charged = None
         if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
             if working.node.facts.distribute_cpus_across_numa:
-                charged = take_distributed(working, from_free, zones)
+                charged = charge_distributed(working, from_free, zones)
             if charged is None:
                 charged = _packed_split(working, from_free, zones)
         if charged is None:

@@ -162,7 +162,7 @@ def distributed_takes(
     return sorted(splits)
 
 
-def take_distributed(working: Working, amount: int, zones: int) -> int | None:
+def charge_distributed(working: Working, amount: int, zones: int) -> int | None:
     """Take ``amount`` free CPUs from ``working`` as the option does within the merged mask
     ``zones`` (``allocateCPUs``: the mask first, then the rest from anywhere); the zones charged,
     or None when the kubelet packs this allocation (the caller's packed rules apply)."""
