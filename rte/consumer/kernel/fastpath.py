@@ -18,6 +18,12 @@ left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
   fits no single zone: the memory manager may still have wider masks), and the refusal is kept as
   a small bit pattern (which hinted resources the node has a topology for, which no zone holds
   alone) that :func:`refusal_reason` turns into the scalar path's words once per pattern.
+
+Neither shape depends on how a unit's CPUs are split between zones, the one thing the CPU manager
+option ``distribute-cpus-across-numa`` changes (:mod:`rte.model.admission.distribute`): the split
+only decides what the pod's *later* units find, and both shapes have no later unit (nothing is
+allocated, or the pod is one unit). Nodes with the option therefore take the same path here;
+a pod of several units, where the split matters, is always the scalar path's.
 """
 
 from __future__ import annotations
