@@ -211,3 +211,26 @@ def test_full_pcpus_only_without_threads_per_core_charges_an_unknown_split() -> 
     assert not admit_pod(node, pod_admission_units(_pod(20, 6), facts)).admitted
     known = node_resources(zones, replace(facts, threads_per_core=2))
     assert admit_pod(known, pod_admission_units(_pod(20, 6), known.facts)).admitted
+
+
+def test_reusable_cpus_beside_an_even_split_are_not_assumed_taken_first() -> None:
+    """Zones of 8 CPUs, ``restricted``, memory manager None. The init container takes 6 CPUs of
+    zone 0, reusable by the app containers (``updateCPUsToReuse``). c1 asks 10 on {0,1}:
+    ``takeByTopologyNUMADistributed`` takes 5 from each zone, zone 0's from its 2 free and 6
+    reusable CPUs, so zone 1 gives 5 free CPUs and keeps 3. Counting the 6 reusable CPUs first
+    charged only 4 free ones, left 4 on zone 1 and admitted c2's 4 CPUs there, which the kubelet
+    refuses; the free CPUs are now charged as if none were reused."""
+    zones = [(i, {"cpu": (8, 8, 8)}) for i in range(2)]
+    facts = NodeFacts(
+        policy="restricted", scope="container", distribute_cpus_across_numa=True, **NO_MEMORY_MANAGER
+    )
+    node = node_resources(zones, facts)
+    init = {"cpu": 6, "memory": GI}
+    pod = Pod(
+        "ns",
+        "p",
+        init_containers=(Container("init", init, init),),
+        containers=_pod(10, 4).containers,
+    )
+    verdict = admit_pod(node, pod_admission_units(pod, facts))
+    assert not verdict.admitted

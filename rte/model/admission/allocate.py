@@ -138,18 +138,23 @@ class CountAllocator:
         reuse_zones, reuse = working.cpu_reuse
         zones = cpu_zones if mask is None else mask & cpu_zones
         from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
-        from_free = unit.cpus - from_reuse
+        from_free = charge = unit.cpus - from_reuse
+        distribute = working.node.facts.distribute_cpus_across_numa
+        if distribute and from_reuse and popcount(zones) > 1:
+            # The even split may take free CPUs of a zone where reusable ones were (distribute.py):
+            # charge free CPUs as if none were reused.
+            charge, working.exact = unit.cpus, False
         charged = None
         if working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
-            if working.node.facts.distribute_cpus_across_numa:
+            if distribute:
                 charged = charge_distributed(working, from_free, zones)
             if charged is None:
                 charged = _packed_split(working, from_free, zones)
         if charged is None:
-            charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
-        working.cpu_free_total -= from_free
+            charged = _charge(working, working.cpu_free, charge, zones, cpu_zones)
+        working.cpu_free_total = max(working.cpu_free_total - charge, 0)
         if working.physical_free is not None:
-            working.physical_free = max(working.physical_free - from_free, 0)
+            working.physical_free = max(working.physical_free - charge, 0)
         if unit.holds_for_pod:
             working.cpu_reuse = (reuse_zones | charged, reuse + from_free)
         else:
