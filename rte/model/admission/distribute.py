@@ -35,6 +35,7 @@ a separate search.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -145,21 +146,31 @@ def distributed_takes(
     nodes = [z for z in positions(zones) if free[z] > 0]
     if len(nodes) > MAX_ORDERED_ZONES:
         return [] if amount % group == 0 else None
-    pool = {z: free[z] for z in nodes}
     machine_cpus = sum(capacity)
     machine_nodes = sum(1 for c in capacity if c > 0)
     splits: set[tuple[int, ...]] = set()
-    packed = False
     for order in itertools.permutations(nodes):
-        takes = distributed_in_order(pool, order, amount, group, machine_cpus, machine_nodes)
-        if takes is None:
-            packed = True
-            continue
-        splits.add(tuple(takes.get(z, 0) for z in range(len(free))))
-    if packed:
-        # Whether a combination qualifies does not depend on the order: all orders pack or none.
-        return None
+        in_order = _split_in_order(tuple(free[z] for z in order), amount, group, machine_cpus, machine_nodes)
+        if in_order is None:
+            # Whether a combination qualifies does not depend on the order: all orders pack or none.
+            return None
+        split = [0] * len(free)
+        for z, take in zip(order, in_order, strict=True):
+            split[z] = take
+        splits.add(tuple(split))
     return sorted(splits)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_in_order(
+    free: tuple[int, ...], amount: int, group: int, machine_cpus: int, machine_nodes: int
+) -> tuple[int, ...] | None:
+    """:func:`distributed_in_order` over nodes listed in order, by their free CPUs alone: zones
+    with the same free counts in the same order split alike, on every node of a cluster."""
+    takes = distributed_in_order(
+        dict(enumerate(free)), range(len(free)), amount, group, machine_cpus, machine_nodes
+    )
+    return None if takes is None else tuple(takes.get(i, 0) for i in range(len(free)))
 
 
 def charge_distributed(working: Working, amount: int, zones: int) -> int | None:
