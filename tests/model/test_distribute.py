@@ -21,6 +21,7 @@ from rte.model.admission.distribute import (
     charge_distributed,
     distributed_in_order,
     distributed_takes,
+    kubelet_numa_order,
     numa_range,
 )
 from rte.model.admission.facts import facts_from_attributes
@@ -33,12 +34,6 @@ MACHINE_NODES = 4
 SOCKET_OF = {0: 0, 1: 0, 2: 1, 3: 1}
 GI = 2**30
 NO_MEMORY_MANAGER = {"memory_manager_static": False}
-
-
-def _sockets_first(free: dict[int, int]) -> list[int]:
-    """``socketsFirst.sortAvailableNUMANodes`` on the test machine."""
-    socket_free = {s: sum(f for n, f in free.items() if SOCKET_OF[n] == s) for s in (0, 1)}
-    return sorted(free, key=lambda n: (socket_free[SOCKET_OF[n]], SOCKET_OF[n], free[n], n))
 
 
 KUBELET_CASES = [
@@ -80,10 +75,13 @@ def test_the_split_per_numa_node_is_the_kubelets_takeByTopologyNUMADistributed(
     """``takeByTopologyNUMADistributed``, in the kubelet's NUMA order for that machine: the same
     number of CPUs from each NUMA node as the kubelet's expected CPU set holds; and the split
     over every order (what rte charges without socket facts) contains it."""
-    pool = dict(enumerate(free))
-    got = distributed_in_order(pool, _sockets_first(pool), amount, group, MACHINE_CPUS, MACHINE_NODES)
+    sockets = tuple(SOCKET_OF[n] for n in range(4))
+    order = kubelet_numa_order(free, range(4), sockets, numa_first=False)
+    got = distributed_in_order(dict(enumerate(free)), order, amount, group, MACHINE_CPUS, MACHINE_NODES)
     assert got is not None
     assert tuple(got.get(n, 0) for n in range(4)) == taken
+    # Knowing the sockets, rte charges exactly that split; without, it is among the candidates.
+    assert distributed_takes(list(free), [20] * 4, 0b1111, amount, group, sockets) == [taken]
     splits = distributed_takes(list(free), [20] * 4, 0b1111, amount, group)
     assert splits is not None and taken in splits
 
@@ -101,6 +99,19 @@ def test_a_tie_broken_by_the_numa_order_gives_every_candidate() -> None:
     splits = distributed_takes([20] * 4, [20] * 4, 0b1111, 26, 1)
     assert splits is not None and len(splits) == 6
     assert all(sorted(s) == [0, 0, 13, 13] for s in splits)
+
+
+def test_the_numa_order_follows_sockets_when_one_holds_several_nodes() -> None:
+    """``sortAvailableNUMANodes``: ``numaFirst`` by free CPUs then id; ``socketsFirst`` (fewer
+    sockets than NUMA nodes) by the socket's free CPUs first. With 24 CPUs over nodes 0-3 free
+    (20, 20, 8, 20) and sockets {0,1}, {2,3}, socket 1 (28 free) comes before socket 0 (40)."""
+    free = (20, 20, 8, 20)
+    assert kubelet_numa_order(free, range(4), (0, 0, 1, 1), numa_first=False) == [2, 3, 0, 1]
+    assert kubelet_numa_order(free, range(4), (0, 1, 2, 3), numa_first=True) == [2, 0, 1, 3]
+    # 26 CPUs on four free nodes: every pair ties, the first in the order wins. Nodes 2 and 3 on
+    # socket 0 come first socket by socket; node by node, nodes 0 and 1 do.
+    assert distributed_takes([20] * 4, [20] * 4, 0b1111, 26, 1, (1, 1, 0, 0)) == [(0, 0, 13, 13)]
+    assert distributed_takes([20] * 4, [20] * 4, 0b1111, 26, 1, (0, 1, 2, 3)) == [(13, 13, 0, 0)]
 
 
 def test_a_request_not_in_whole_groups_or_without_a_qualifying_combination_is_packed() -> None:

@@ -24,7 +24,9 @@ An NRT does not say which zones share a socket, so :func:`distributed_takes` run
 every order of the zones and returns every split it can end with: one split is exact; several
 (a tie broken by order) are charged per zone at the most any of them takes, and the allocation is
 no longer exact from there on (the safe side: every zone keeps at most what the kubelet leaves).
-Beyond :data:`MAX_ORDERED_ZONES` zones with free CPUs in the mask, or with ``full-pcpus-only`` on
+Given each zone's socket (``sockets``, a fact NRTs do not carry yet), :func:`kubelet_numa_order`
+is the kubelet's order and the split is always exact. Beyond :data:`MAX_ORDERED_ZONES` zones
+with free CPUs in the mask and no sockets, or with ``full-pcpus-only`` on
 and no threads per core published, rte does not search: the whole amount is charged to every zone
 of the mask, as for any unknown split (:mod:`.allocate`).
 
@@ -38,7 +40,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rte.model.admission.masks import positions
 from rte.model.admission.node import Working, sum_over
@@ -136,20 +138,48 @@ def distributed_in_order(
     return None
 
 
+def kubelet_numa_order(
+    free: Sequence[int], nodes: Sequence[int], sockets: Sequence[int], numa_first: bool
+) -> list[int]:
+    """``sortAvailableNUMANodes`` over ``nodes`` (positions with free CPUs in the pool), given
+    every position's socket. ``numaFirst`` (the machine has at least as many sockets as NUMA
+    nodes with CPUs): by free CPUs, then id. ``socketsFirst``: sockets by their free CPUs in the
+    pool, then id; within one, its NUMA nodes by free CPUs, then id. Positions ascend with NUMA
+    ids, so they break ties alike."""
+    if numa_first:
+        return sorted(nodes, key=lambda z: (free[z], z))
+    socket_free: dict[int, int] = {}
+    for z in nodes:
+        socket_free[sockets[z]] = socket_free.get(sockets[z], 0) + free[z]
+    return sorted(nodes, key=lambda z: (socket_free[sockets[z]], sockets[z], free[z], z))
+
+
 def distributed_takes(
-    free: Sequence[int], capacity: Sequence[int], zones: int, amount: int, group: int
+    free: Sequence[int],
+    capacity: Sequence[int],
+    zones: int,
+    amount: int,
+    group: int,
+    sockets: Sequence[int] | None = None,
 ) -> list[tuple[int, ...]] | None:
     """Every per-position split the option may give ``amount`` CPUs from ``zones`` (a mask over
     positions of the ``free`` row; ``capacity``: every zone's CPUs, what the machine-wide counts
-    come from), over every NUMA order; empty when there are too many zones to search; None when
-    the kubelet packs instead."""
+    come from); empty when there are too many zones to search; None when the kubelet packs
+    instead. ``sockets``: the socket of every position with CPUs, when the node says it; then the
+    kubelet's own NUMA order decides ties and there is one split, else every order is tried."""
     nodes = [z for z in positions(zones) if free[z] > 0]
-    if len(nodes) > MAX_ORDERED_ZONES:
+    if sockets is None and len(nodes) > MAX_ORDERED_ZONES:
         return [] if amount % group == 0 else None
     machine_cpus = sum(capacity)
     machine_nodes = sum(1 for c in capacity if c > 0)
     splits: set[tuple[int, ...]] = set()
-    for order in itertools.permutations(nodes):
+    if sockets is not None:
+        # cpu_assignment.go newCPUAccumulator: topo.NumSockets >= topo.NumNUMANodes.
+        numa_first = len({sockets[z] for z, c in enumerate(capacity) if c > 0}) >= machine_nodes
+        orders: Iterable[Sequence[int]] = [kubelet_numa_order(free, nodes, sockets, numa_first)]
+    else:
+        orders = itertools.permutations(nodes)
+    for order in orders:
         in_order = _split_in_order(tuple(free[z] for z in order), amount, group, machine_cpus, machine_nodes)
         if in_order is None:
             # Whether a combination qualifies does not depend on the order: all orders pack or none.
