@@ -26,9 +26,9 @@ every order of the zones and returns every split it can end with: one split is e
 no longer exact from there on (the safe side: every zone keeps at most what the kubelet leaves).
 Given each zone's socket (``sockets``, a fact NRTs do not carry yet), :func:`kubelet_numa_order`
 is the kubelet's order and the split is always exact. Beyond :data:`MAX_ORDERED_ZONES` zones
-with free CPUs in the mask and no sockets, or with ``full-pcpus-only`` on
-and no threads per core published, rte does not search: the whole amount is charged to every zone
-of the mask, as for any unknown split (:mod:`.allocate`).
+with free CPUs in the mask and no sockets, or with ``full-pcpus-only`` on and no threads per
+core published, rte does not search: the whole amount is charged to every zone of the mask, as
+for any unknown split (:mod:`.allocate`).
 
 Where the allocation happens (``policy_static.go`` ``allocateCPUs``): first within the merged
 hint's NUMA nodes, as many as they have; the rest, if any, from every other NUMA node, each step
