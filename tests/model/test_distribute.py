@@ -245,3 +245,17 @@ def test_reusable_cpus_beside_an_even_split_are_not_assumed_taken_first() -> Non
     )
     verdict = admit_pod(node, pod_admission_units(pod, facts))
     assert not verdict.admitted
+
+
+def test_a_hint_too_narrow_for_the_request_gives_all_it_has_then_the_rest_is_split_outside() -> None:
+    """``allocateCPUs`` (cpumanager ``policy_static.go``): first as many CPUs as the merged hint's
+    NUMA nodes have, then the rest from the others, each step a ``takeByTopology`` of its own.
+    A ``best-effort`` hint {0,1} holding 4 of 20 CPUs: zones 0 and 1 give their 2 each, then 16
+    more come from zones 2 and 3 (16 and 12 free) by ``takeByTopologyNUMADistributed``: one NUMA
+    node is enough and only zone 2 holds 16."""
+    zones = [(i, {"cpu": (16, 16, free)}) for i, free in enumerate((2, 2, 16, 12))]
+    node = node_resources(zones, NodeFacts(policy="best-effort", distribute_cpus_across_numa=True))
+    working = Working(node)
+    assert charge_distributed(working, 20, 0b0011) == 0b0111
+    assert working.cpu_free == [0, 0, 0, 12]
+    assert working.exact
