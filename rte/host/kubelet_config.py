@@ -49,6 +49,7 @@ MEMORY_MANAGER_POLICIES = ("None", "Static")
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
 FULL_PCPUS_ONLY_OPTION = "full-pcpus-only"
+DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION = "distribute-cpus-across-numa"
 
 ADMISSION_FEATURE_GATES: Mapping[str, bool] = {
     # KEP-2837: pod-level resources; beta and on by default since 1.34 (off in 1.32-1.33).

@@ -13,6 +13,7 @@ from rte.consumer.cache.interface import NRTCache
 from rte.consumer.cache.selection import make_cache
 from rte.consumer.config import CacheConfig, CacheMode, CacheSettings, Reconcile
 from rte.consumer.store import NRTStore
+from rte.host.kubelet_config import DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import PHASE_RUNNING, Pod
 from rte.model.vocabulary import InformerMode
@@ -35,6 +36,13 @@ class Nodes:
     """``dedicated`` or ``shared``: which pods the agents' fingerprints count."""
 
 
+def cpu_manager_options(config: SimConfig) -> dict[str, str]:
+    """The kubelets' ``cpuManagerPolicyOptions``."""
+    if config.distribute_cpus_across_numa:
+        return {DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION: "true"}
+    return {}
+
+
 def build_nodes(config: SimConfig) -> Nodes:
     shapes = parse_node_shapes(config.shapes)
     kinds = [
@@ -45,6 +53,7 @@ def build_nodes(config: SimConfig) -> Nodes:
             reserved_cpus=config.reserved_cpus,
             reserved_memory=config.reserved_memory,
             align_by_socket=config.align_by_socket,
+            cpu_manager_options=cpu_manager_options(config),
         )
         for _, shape in shapes
     ]

@@ -83,6 +83,9 @@ class SimConfig:
     align_by_socket: bool = field(default=False, metadata=setting(BOOL))
     """The kubelets' CPU manager option align-by-socket (restricted only; give node shapes several
     zones per socket, e.g. 4x16c2t2s, for it to matter)."""
+    distribute_cpus_across_numa: bool = field(default=False, metadata=setting(BOOL))
+    """The kubelets' CPU manager option ``distribute-cpus-across-numa``: a container whose CPUs
+    span NUMA zones gets them evenly from each (off: packed, filling zones one by one)."""
     # --- node agents ---
     agent_interval: float = _seconds(10.0)
     """Agent update period; 0 publishes on every change, at once."""

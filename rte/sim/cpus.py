@@ -21,6 +21,12 @@ With one socket per NUMA node the socket step of (1) never takes anything the NU
 NUMA-first ordering applies (``numaFirst``: sockets >= NUMA nodes). Hardware with several NUMA
 nodes per socket takes whole sockets first (:mod:`rte.sim.sockets`), and with ``align-by-socket``
 the hint's CPUs are those of its sockets (``getAlignedCPUs``).
+
+With the CPU manager option ``distribute-cpus-across-numa`` each of the two takes runs
+``takeByTopologyNUMADistributed`` instead (:func:`take_distributed`): how many CPUs each NUMA node
+gives is the admission model's own search (:func:`rte.model.admission.distribute.distributed_in_order`)
+in the NUMA-first order (free CPUs, then id); each node's even share is then taken packed from that
+node, and each group of the remainder packed from it again, as the kubelet does.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from rte.model.admission.distribute import distributed_in_order
 from rte.sim.sockets import Layout, sockets_first, zones_of_sockets
 
 
@@ -114,22 +121,53 @@ def take_packed(topology: CpuTopology, available: Collection[int], count: int) -
     return None  # unreachable: enough CPUs were available
 
 
+def take_distributed(topology: CpuTopology, available: Collection[int], count: int) -> list[int] | None:
+    """``count`` CPUs of ``available`` as ``takeByTopologyNUMADistributed`` (group size 1: the
+    simulated kubelet runs without ``full-pcpus-only``) picks them; None when fewer are available."""
+    if count <= 0:
+        return []
+    if count > len(available):
+        return None
+    by_zone: dict[int, list[int]] = {}
+    for cpu in available:
+        by_zone.setdefault(topology.zone_of[cpu], []).append(cpu)
+    free = {zone: len(cpus) for zone, cpus in by_zone.items()}
+    order = sorted(free, key=lambda zone: (free[zone], zone))  # numaFirst.sortAvailableNUMANodes
+    machine_cpus = sum(topology.zone_size.values())
+    takes = distributed_in_order(free, order, count, 1, machine_cpus, len(topology.zone_size))
+    if takes is None:
+        return take_packed(topology, available, count)
+    share = count // len(takes)
+    taken: list[int] = []
+    for zone, total in sorted(takes.items()):
+        left = set(by_zone[zone])
+        for step in [share] + [1] * (total - share):  # the even share, then each remainder group
+            got = take_packed(topology, left, step) or []
+            taken.extend(got)
+            left.difference_update(got)
+    return taken
+
+
 def allocate_cpus(
     topology: CpuTopology,
     free: Collection[int],
     reusable: Collection[int],
     count: int,
     zones: Collection[int] | None,
+    *,
+    distribute: bool = False,
 ) -> list[int] | None:
     """``allocateCPUs``: ``count`` CPUs of ``free`` and ``reusable``, first from ``zones`` (the
-    merged hint; None: no affinity), then from anywhere. None when there are too few."""
+    merged hint; None: no affinity), then from anywhere. None when there are too few.
+    ``distribute``: the option ``distribute-cpus-across-numa`` is on."""
+    take = take_distributed if distribute else take_packed
     pool = set(free) | set(reusable)
     taken: list[int] = []
     if zones is not None and topology.align_by_socket and topology.socket_of is not None:
         zones = zones_of_sockets(topology.socket_of, zones)  # getAlignedCPUs: the hint's sockets
     if zones is not None:
         aligned = [cpu for cpu in pool if topology.zone_of[cpu] in zones]
-        taken = take_packed(topology, aligned, min(count, len(aligned))) or []
+        taken = take(topology, aligned, min(count, len(aligned))) or []
         pool.difference_update(taken)
-    rest = take_packed(topology, pool, count - len(taken))
+    rest = take(topology, pool, count - len(taken))
     return None if rest is None else taken + rest

@@ -72,9 +72,11 @@ def build_hardware(
     reserved_cpus: int,
     reserved_memory: int,
     align_by_socket: bool = False,
+    cpu_manager_options: Mapping[str, str] | None = None,
 ) -> NodeHardware:
     """The hardware and kubelet settings of ``shape`` (static CPU and Static memory managers;
-    ``align_by_socket``: the CPU manager option of that name)."""
+    ``cpu_manager_options``: the kubelet's ``cpuManagerPolicyOptions``; ``align_by_socket``: the
+    CPU manager option of that name)."""
     zones = range(shape.zones)
     per_socket = max(shape.zones_per_socket, 1)
     per = shape.cpus_per_zone
@@ -129,7 +131,10 @@ def build_hardware(
         topology_manager_policy=policy,
         topology_manager_scope=scope,
         cpu_manager_policy="static",
-        cpu_manager_policy_options={"align-by-socket": "true"} if align_by_socket else {},
+        cpu_manager_policy_options={
+            **(cpu_manager_options or {}),
+            **({"align-by-socket": "true"} if align_by_socket else {}),
+        },
         reserved_system_cpus=reserved,
         memory_manager_policy="Static",
         reserved_memory={0: {"memory": reserved_memory}} if reserved_memory else {},

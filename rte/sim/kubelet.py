@@ -8,7 +8,8 @@ Topology Manager's verdict and each unit's merged mask (its tie-breaks included)
 between units is :class:`_Allocation`, which allocates as the kubelet's managers do and tells the
 model exactly what is left:
 
-* CPUs: the static CPU manager's ``allocateCPUs`` and packed order (:mod:`rte.sim.cpus`), over
+* CPUs: the static CPU manager's ``allocateCPUs`` and packed order, or the even split of
+  ``distribute-cpus-across-numa`` when the node's config sets it (:mod:`rte.sim.cpus`), over
   the free CPUs plus the pod's reusable ones; a regular init container's CPUs become reusable by
   the containers after it and stay assigned until the pod goes (kubernetes/kubernetes
   ``pkg/kubelet/cm/cpumanager/policy_static.go``, ``updateCPUsToReuse``; ``removeStaleState``);
@@ -36,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from rte.agent.compute.reading import Checkpoints
+from rte.host.kubelet_config import DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION, go_bool
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState, MemoryTable, NumaMemoryState
 from rte.model.admission.admit import Admission, admit_pod
 from rte.model.admission.allocate import CountAllocator
@@ -122,7 +124,10 @@ class _Allocation:
     def _take_cpus(self, working: Working, unit: AdmissionUnit, mask: int | None) -> frozenset[int]:
         topology = self.kubelet.hardware.cpu_topology
         zones = None if mask is None else positions(mask)
-        ids = allocate_cpus(topology, self.free_cpus, self.reuse_cpus, unit.cpus, zones)
+        distribute = working.node.facts.distribute_cpus_across_numa
+        ids = allocate_cpus(
+            topology, self.free_cpus, self.reuse_cpus, unit.cpus, zones, distribute=distribute
+        )
         assert ids is not None, "the model admitted more CPUs than are free"
         taken = frozenset(ids)
         for cpu in taken - self.reuse_cpus:
@@ -226,11 +231,14 @@ class SimKubelet:
         self._mem = _MemoryState([0] * hardware.zones, [1 << z for z in zones])
         topology = hardware.cpu_topology
         socket_of = topology.socket_of or {z: z for z in zones}
+        options = config.cpu_manager_policy_options
+        distribute = go_bool(options.get(DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION, "false")) is True
         self._facts = NodeFacts(
             policy=self.policy,
             scope=self.scope,
             align_by_socket=topology.align_by_socket,
             numa_sockets=tuple((z, frozenset({socket_of[z]})) for z in zones),
+            distribute_cpus_across_numa=distribute,
         )
         self._tables: dict[object, object] = {}
         self._distances = tuple(

@@ -1,9 +1,9 @@
 """The decision kernel equals the scalar path: same verdicts, reasons, zones and scores.
 
 Random tables of nodes (every policy and scope, sparse ids, fractional, huge, missing and zero
-amounts, devices with and without topology, SMT facts, memory groups, costs) and random pods
-(one container or several, init containers and sidecars, every QoS class, fractional CPUs,
-pod-level resources), under every strategy with random weights, both rules. The scalar path
+amounts, devices with and without topology, SMT facts, distribute-cpus-across-numa, memory groups,
+costs) and random pods (one container or several, init containers and sidecars, every QoS class,
+fractional CPUs, pod-level resources), under every strategy with random weights, both rules. The scalar path
 (:func:`rte.consumer.filter.filter_node` and :class:`rte.consumer.score.Scorer`) is the oracle.
 Each case is built from its own seed, printed on failure: replay one with
 ``RTE_KERNEL_SEED=<seed> python -m pytest tests/consumer/test_kernel_differential.py``.
@@ -83,6 +83,9 @@ def random_topology(rng: random.Random, name: str) -> NodeTopology:
         ]
         if rng.random() < 0.7:
             attrs.append(Attribute("cpuManagerAvailablePhysicalCPUs", str(rng.randint(0, 16))))
+    if rng.random() < 0.25:
+        # Splits multi-zone allocations evenly: what later units of the pod find (the scalar path).
+        attrs.append(Attribute("cpuManagerOptionDistributeCpusAcrossNuma", rng.choice(["true", "false"])))
     if rng.random() < 0.1:
         attrs.append(Attribute("memoryManagerPolicy", "None"))
     if rng.random() < 0.05:
@@ -204,3 +207,44 @@ def test_the_kernel_decides_exactly_as_the_scalar_path_on_random_nodes_pods_and_
             pytest.fail(f"kernel != scalar path (replay: RTE_KERNEL_SEED={seed}): {e}")
     if not os.environ.get("RTE_KERNEL_SEED"):
         assert decided > 5000, "the kernel, not only its fallback, is exercised"
+
+
+def test_the_kernel_decides_a_pod_whose_later_container_depends_on_the_even_split() -> None:
+    """Two nodes alike but for ``distribute-cpus-across-numa``: zones of 16 CPUs with 14 and 16
+    free, ``restricted``, memory manager None; c1 asks 20 CPUs, c2 8. Packed
+    (``takeByTopologyNUMAPacked``) leaves (10, 0) and c2 fits zone 0; distributed
+    (``takeByTopologyNUMADistributed``) leaves (4, 6) and c2 is refused. The kernel gives both the
+    scalar path's answer (a pod of two units is the scalar path's)."""
+
+    def node(name: str, distribute: str) -> NodeTopology:
+        zones = tuple(
+            Zone(
+                f"node-{i}",
+                resources=(
+                    ResourceInfo("cpu", 16, 16, free),
+                    ResourceInfo("memory", 64 * GI, 64 * GI, 64 * GI),
+                ),
+            )
+            for i, free in enumerate((14, 16))
+        )
+        attrs = (
+            Attribute("topologyManagerPolicy", "restricted"),
+            Attribute("topologyManagerScope", "container"),
+            Attribute("memoryManagerPolicy", "None"),
+            Attribute("cpuManagerOptionDistributeCpusAcrossNuma", distribute),
+        )
+        return NodeTopology(name, zones=zones, attributes=attrs)
+
+    def container(name: str, cpus: int) -> Container:
+        amounts = {"cpu": parse_quantity(cpus), "memory": parse_quantity(GI)}
+        return Container(name, amounts, amounts)
+
+    pod = Pod("ns", "p", containers=(container("c1", 20), container("c2", 8)))
+    views: list[NumaView | None] = [build_view(node("packed", "false")), build_view(node("even", "true"))]
+    table = NodeTable.of(["packed", "even"], views, [True, True], [None, None])
+    got = decide(prepare_pod(pod), table, None, ScoringStrategy(STRATEGIES[0], {"cpu": 1, "memory": 1}))
+    prep = prepare_pod(pod)
+    assert [bool(f) for f in got.fits] == [True, False]
+    for k, view in enumerate(views):
+        want = filter_node(prep, view, None)
+        assert (bool(got.fits[k]), got.reason(k)) == (want.fits, want.reason)

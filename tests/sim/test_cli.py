@@ -45,6 +45,15 @@ def test_durations_are_parsed_from_the_flags() -> None:
     assert doc["config"]["admit_delay"] == 0.25
 
 
+def test_the_cpu_manager_option_distribute_cpus_across_numa_is_a_flag() -> None:
+    doc = json.loads(
+        invoke(*FAST, "-o", "json", "--distribute-cpus-across-numa", "--policy", "restricted").stdout
+    )
+    assert doc["config"]["distribute_cpus_across_numa"] is True
+    assert doc["counters"]["pods_created"] == 60
+    assert json.loads(invoke(*FAST, "-o", "json").stdout)["config"]["distribute_cpus_across_numa"] is False
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -7,7 +7,9 @@ them (zone 0: cores 0-3 are CPUs 0/8, 1/9, 2/10, 3/11; zone 1: 4/12, 5/13, 6/14,
 from collections.abc import Mapping
 
 from rte.model.pod import QOS_GUARANTEED, Container, Pod
-from rte.sim.cpus import allocate_cpus, take_packed
+from rte.sim.cluster import build_nodes
+from rte.sim.config import SimConfig
+from rte.sim.cpus import allocate_cpus, take_distributed, take_packed
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import GiB, parse_node_shapes
@@ -105,3 +107,53 @@ def test_an_app_container_may_reuse_its_init_containers_cpus() -> None:
     assert k.free(0)["cpu"] == 4  # the init container's 4 CPUs stay assigned
     cpu_state = k.checkpoints().cpu
     assert cpu_state is not None and cpu_state.containers["ns/a"]["init"] == frozenset({0, 1, 8, 9})
+
+
+def test_distribute_cpus_across_numa_takes_an_even_share_of_each_zone_packed_within_it() -> None:
+    """``takeByTopologyNUMADistributed`` (cpumanager ``cpu_assignment.go``): 10 CPUs over two
+    free zones are 5 and 5, each share taken packed in its zone (two whole cores, then a thread),
+    where the packed order takes zone 0 whole and 2 of zone 1."""
+    topology = kubelet().hardware.cpu_topology
+    assert take_distributed(topology, set(range(16)), 10) == [0, 8, 1, 9, 2, 4, 12, 5, 13, 6]
+    assert take_packed(topology, set(range(16)), 10) == [0, 1, 2, 3, 8, 9, 10, 11, 4, 12]
+
+
+def test_distribute_cpus_across_numa_gives_the_remainder_where_it_keeps_the_balance() -> None:
+    """11 CPUs with zone 0 holding 6 free, zone 1 all 8: 5 each, and the odd one from zone 1,
+    which leaves (1, 2) free rather than (0, 3); the remainder is packed again within its zone."""
+    topology = kubelet().hardware.cpu_topology
+    free = set(range(16)) - {0, 8}
+    assert take_distributed(topology, free, 11) == [1, 9, 2, 10, 3, 4, 12, 5, 13, 6, 14]
+
+
+def test_distribute_cpus_across_numa_keeps_a_request_one_zone_holds_in_one_zone() -> None:
+    """A request one NUMA node holds is a combination of one node: the lowest score, then the
+    first in the NUMA order (free CPUs, then id)."""
+    topology = kubelet().hardware.cpu_topology
+    assert take_distributed(topology, set(range(16)), 5) == [0, 8, 1, 9, 2]
+    assert allocate_cpus(topology, set(range(16)), (), 10, [0, 1], distribute=True) == [
+        0,
+        8,
+        1,
+        9,
+        2,
+        4,
+        12,
+        5,
+        13,
+        6,
+    ]
+
+
+def test_the_simulated_kubelet_and_its_agent_take_the_option_from_the_config() -> None:
+    """``rte simulate --distribute-cpus-across-numa`` sets the kubelets' ``cpuManagerPolicyOptions``;
+    the simulated kubelet follows it and its agent publishes it."""
+    config = SimConfig(nodes=1, pods=0, shapes="2x8c2t-16Gi", distribute_cpus_across_numa=True)
+    nodes = build_nodes(config)
+    assert nodes.kubelets[0].node_resources().facts.distribute_cpus_across_numa
+    topology, _ = nodes.agents[0].snapshot({})
+    assert ("cpuManagerOptionDistributeCpusAcrossNuma", "true") in [
+        (a.name, a.value) for a in topology.attributes
+    ]
+    plain = build_nodes(SimConfig(nodes=1, pods=0, shapes="2x8c2t-16Gi"))
+    assert not plain.kubelets[0].node_resources().facts.distribute_cpus_across_numa

@@ -63,6 +63,21 @@ SHARED_CASES = [
 ]
 
 
+# distribute-cpus-across-numa (issue #23, item 3); the split itself: test_distribute_agreement.py.
+DISTRIBUTE = {"distribute-cpus-across-numa": "true"}
+# Units spanning zones (their memory too, or ``restricted`` refuses them), then more beside them.
+SPANNING_MIX = parse_pod_mix(
+    "25%:20c-40Gi,15%:10c-20Gi,10%:2x5c-9Gi,10%:8c-14Gi+sidecar2c-1Gi,15%:3c-1Gi,15%:2x2c-2Gi,10%:7c-2Gi"
+)
+DISTRIBUTE_CASES = [
+    ("restricted", "container", "2x16c-64Gi", SPANNING_MIX),
+    ("restricted", "container", "3x8c-48Gi", SPANNING_MIX),
+    ("restricted", "container", "4x6c2t-48Gi+nic1", SPANNING_MIX),
+    ("restricted", "pod", "3x8c-48Gi", SPANNING_MIX),
+    ("restricted", "container", "4x4c2t-32Gi+nic1", MIX),
+]
+
+
 @pytest.mark.parametrize(
     ("policy", "scope", "shape", "zones_per_socket", "align_by_socket"),
     [(*case, 1, False) for case in CASES] + [(p, sc, sh, 2, a) for p, sc, sh, a in SOCKET_CASES],
@@ -71,7 +86,9 @@ SHARED_CASES = [
 def test_filter_on_the_published_nrt_never_admits_what_the_simulated_kubelet_rejects(
     policy: str, scope: str, shape: str, zones_per_socket: int, align_by_socket: bool, seed: int
 ) -> None:
-    _agree(policy, scope, shape, seed, MIX, zones_per_socket, align_by_socket)
+    _agree(
+        policy, scope, shape, seed, MIX, zones_per_socket=zones_per_socket, align_by_socket=align_by_socket
+    )
 
 
 @pytest.mark.parametrize(("policy", "scope", "shape"), SHARED_CASES)
@@ -82,12 +99,23 @@ def test_devices_on_several_numa_nodes_agree_with_the_simulated_kubelet(
     _agree(policy, scope, shape, seed, SHARED_MIX)
 
 
+@pytest.mark.parametrize(("policy", "scope", "shape", "mix"), DISTRIBUTE_CASES)
+@pytest.mark.parametrize("seed", range(6))
+def test_with_distribute_cpus_across_numa_filter_never_admits_what_the_simulated_kubelet_rejects(
+    policy: str, scope: str, shape: str, mix: tuple[tuple[float, PodShape], ...], seed: int
+) -> None:
+    """The simulated kubelet splits a multi-zone allocation by ``takeByTopologyNUMADistributed``
+    (cpumanager ``cpu_assignment.go``), the agent publishes the option, the Filter models it."""
+    _agree(policy, scope, shape, seed, mix, options=DISTRIBUTE)
+
+
 def _agree(
     policy: str,
     scope: str,
     shape: str,
     seed: int,
     mix: tuple[tuple[float, PodShape], ...],
+    options: dict[str, str] | None = None,
     zones_per_socket: int = 1,
     align_by_socket: bool = False,
 ) -> None:
@@ -100,6 +128,7 @@ def _agree(
         reserved_cpus=2,
         reserved_memory=GiB,
         align_by_socket=align_by_socket,
+        cpu_manager_options=options,
     )
     kubelet = SimKubelet(hw)
     agent = SimAgent("n", hw, kubelet, method=FingerprintMethod.ALL)

@@ -22,6 +22,12 @@ left to the scalar path (:func:`rte.consumer.kubelet_filter.admitted_on`):
 Devices attached to several zones (``nodeMultiNUMAResources``) need no routing: both shapes
 read single zones only, and a zone's count holds every device attached to it, shared or not,
 which is what the device manager counts for a mask of that one zone.
+
+Neither shape depends on how a unit's CPUs are split between zones, the one thing the CPU manager
+option ``distribute-cpus-across-numa`` changes (:mod:`rte.model.admission.distribute`): the split
+only decides what the pod's *later* units find, and both shapes have no later unit (nothing is
+allocated, or the pod is one unit). Nodes with the option therefore take the same path here;
+a pod of several units, where the split matters, is always the scalar path's.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ differ. One gap remains: a later multi-zone memory allocation then records its g
 choice of mask, which may differ from the kubelet's. Reusable CPUs are assumed taken before free
 ones; the packed allocator takes whole free cores in core order and an init container's CPUs are
 whole cores in that order, so this holds unless the request is not a multiple of the threads per
-core.
+core. With ``distribute-cpus-across-numa`` the split follows :mod:`.distribute` instead.
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from rte.model.admission.devices import take_grouped
+from rte.model.admission.distribute import charge_distributed
 from rte.model.admission.masks import popcount, positions
 from rte.model.admission.node import Working, sum_over
-from rte.model.admission.sockets import aligned_zones, packed_takes, socket_layout
+from rte.model.admission.sockets import SocketLayout, aligned_zones, packed_takes, socket_layout
 from rte.model.admission.units import AdmissionUnit
 from rte.model.topology_manager import POLICY_NONE, SCOPE_POD
 
@@ -114,6 +115,14 @@ def _packed_split(working: Working, amount: int, zones: int) -> int | None:
     return charged
 
 
+def _single_sockets(layout: SocketLayout | None) -> list[int] | None:
+    """Each CPU zone's one socket, by position, for the distributed split's NUMA order
+    (:func:`~.distribute.kubelet_numa_order`); None when unknown or when a zone spans sockets."""
+    if layout is None or any(len(ids) != 1 for ids in layout.sockets.values()):
+        return None
+    return [min(layout.sockets.get(z, frozenset({-1}))) for z in range(max(layout.sockets) + 1)]
+
+
 def _socket_split(working: Working, amount: int, zones: int) -> int | None:
     """:func:`~.sockets.packed_takes` applied to the working counts: the zones charged, or None."""
     node = working.node
@@ -171,16 +180,24 @@ class CountAllocator:
             # getAlignedCPUs widens the hint to its sockets; not knowing them, every zone may give.
             zones = cpu_zones if layout is None else aligned_zones(layout, zones)
         from_reuse = _from_reuse(unit.cpus, reuse, reuse_zones, zones, working.cpu_free)
-        from_free = unit.cpus - from_reuse
+        from_free = charge = unit.cpus - from_reuse
+        distribute = working.node.facts.distribute_cpus_across_numa
+        if distribute and from_reuse and popcount(zones) > 1:
+            # The even split may take free CPUs of a zone where reusable ones were (distribute.py):
+            # charge free CPUs as if none were reused.
+            charge, working.exact = unit.cpus, False
         charged = None
         if self.exact_splits and working.exact and not reuse and popcount(zones) > 1 and from_free > 0:
-            split = _socket_split if layout else _packed_split
-            charged = split(working, from_free, zones)
+            if distribute:
+                charged = charge_distributed(working, from_free, zones, _single_sockets(layout))
+            if charged is None:
+                split = _socket_split if layout else _packed_split
+                charged = split(working, from_free, zones)
         if charged is None:
-            charged = _charge(working, working.cpu_free, from_free, zones, cpu_zones)
-        working.cpu_free_total -= from_free
+            charged = _charge(working, working.cpu_free, charge, zones, cpu_zones)
+        working.cpu_free_total = max(working.cpu_free_total - charge, 0)
         if working.physical_free is not None:
-            working.physical_free = max(working.physical_free - from_free, 0)
+            working.physical_free = max(working.physical_free - charge, 0)
         if unit.holds_for_pod:
             working.cpu_reuse = (reuse_zones | charged, reuse + from_free)
         else:

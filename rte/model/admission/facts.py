@@ -12,6 +12,9 @@ safely as it can, never fail on it):
 * ``cpuManagerOptionAlignBySocket``: off; ``cpuManagerNUMASockets``: unknown (then
   ``align-by-socket`` prefers no extra hint and its allocation is charged to every zone, see
   :mod:`~.sockets` and :mod:`~.allocate`);
+* ``cpuManagerOptionDistributeCpusAcrossNuma``: off (the packed split); with it and
+  ``full-pcpus-only`` on but no threads per core, the group size of the split is unknown and
+  multi-zone allocations are charged as an unknown split (:mod:`.distribute`);
 * ``memoryManagerNUMAGroups``: no groups; ``nodeUnknownNUMAResources``,
   ``nodeNonTopologyResources``: none; ``nodeMultiNUMAResources`` (or a malformed value): no
   device is shared by several zones, so each zone's count is read as its own devices (a shared
@@ -46,6 +49,7 @@ from rte.model.topology import Attribute
 PREFER_CLOSEST_NUMA = TOPOLOGY_MANAGER_OPTION_PREFIX + "PreferClosestNumaNodes"
 FULL_PCPUS_ONLY_ATTRIBUTE = CPU_MANAGER_OPTION_PREFIX + "FullPcpusOnly"
 ALIGN_BY_SOCKET_ATTRIBUTE = CPU_MANAGER_OPTION_PREFIX + "AlignBySocket"
+DISTRIBUTE_CPUS_ACROSS_NUMA_ATTRIBUTE = CPU_MANAGER_OPTION_PREFIX + "DistributeCpusAcrossNuma"
 GATE_POD_LEVEL_RESOURCES = KUBELET_FEATURE_GATE_PREFIX + "PodLevelResources"
 GATE_POD_LEVEL_RESOURCE_MANAGERS = KUBELET_FEATURE_GATE_PREFIX + "PodLevelResourceManagers"
 
@@ -128,6 +132,7 @@ def facts_from_attributes(
         cpu_manager_static=cpu_policy != "none",
         memory_manager_static=memory_policy == "static",
         full_pcpus_only=_flag(attrs.get(FULL_PCPUS_ONLY_ATTRIBUTE), False),
+        distribute_cpus_across_numa=_flag(attrs.get(DISTRIBUTE_CPUS_ACROSS_NUMA_ATTRIBUTE), False),
         threads_per_core=_count(attrs.get(CPU_MANAGER_THREADS_PER_CORE), 1),
         available_physical_cpus=_count(attrs.get(CPU_MANAGER_AVAILABLE_PHYSICAL_CPUS), 0),
         memory_groups=parse_groups(attrs.get(MEMORY_MANAGER_NUMA_GROUPS)),

@@ -57,6 +57,9 @@ class NodeFacts:
     cpu_manager_static: bool = True
     memory_manager_static: bool = True
     full_pcpus_only: bool = False
+    distribute_cpus_across_numa: bool = False
+    """CPU manager option ``distribute-cpus-across-numa``: a multi-zone allocation is split evenly
+    (:mod:`.distribute`)."""
     threads_per_core: int | None = None
     available_physical_cpus: int | None = None
     memory_groups: tuple[frozenset[int], ...] = ()
