@@ -259,3 +259,22 @@ def test_a_hint_too_narrow_for_the_request_gives_all_it_has_then_the_rest_is_spl
     assert charge_distributed(working, 20, 0b0011) == 0b0111
     assert working.cpu_free == [0, 0, 0, 12]
     assert working.exact
+
+
+def test_with_the_published_socket_map_the_kubelets_order_breaks_the_tie() -> None:
+    """The case above with ``cpuManagerNUMASockets`` (one socket per zone: ``numaFirst``, so
+    ``sortAvailableNUMANodes`` orders by free CPUs then id): the remainder goes to nodes 0 and 1,
+    the split (7, 7, 6) is the kubelet's, charged exactly through the allocator."""
+    from rte.model.admission.allocate import CountAllocator
+    from rte.model.admission.units import AdmissionUnit
+
+    zones = [(i, {"cpu": (16, 16, 8)}) for i in range(3)]
+    sockets = tuple((i, frozenset({i})) for i in range(3))
+    facts = NodeFacts(policy="best-effort", distribute_cpus_across_numa=True, numa_sockets=sockets)
+    working = Working(node_resources(zones, facts))
+    CountAllocator().take_cpus(working, AdmissionUnit("c1", "container", cpus=20), 0b111)
+    assert working.cpu_free == [1, 1, 2]
+    assert working.exact
+    unknown = Working(node_resources(zones, replace(facts, numa_sockets=())))
+    CountAllocator().take_cpus(unknown, AdmissionUnit("c1", "container", cpus=20), 0b111)
+    assert unknown.cpu_free == [1, 1, 1] and not unknown.exact
