@@ -104,11 +104,19 @@ class ZoneAmounts(Sequence[Mapping[str, Amount]]):
     decision kernel never reads; only the scalar path and reservations do.
     """
 
-    __slots__ = ("_made", "_names", "_rows")
+    __slots__ = ("_layout", "_made", "_names", "_rows")
 
-    def __init__(self, rows: Mapping[str, tuple[Amount, ...]], names: tuple[tuple[str, ...], ...]) -> None:
+    def __init__(
+        self,
+        rows: Mapping[str, tuple[Amount, ...]],
+        names: tuple[tuple[str, ...], ...],
+        layout: tuple[Mapping[str, int], frozenset[str]] | None = None,
+    ) -> None:
         self._rows = rows
         self._names = names
+        self._layout = layout
+        """(present, resource names) of a view whose zones list exactly ``names``: given by
+        :meth:`NumaView.with_zone_available`, so that a derived view skips recomputing them."""
         self._made: list[Mapping[str, Amount] | None] | None = None
 
     def __len__(self) -> int:
@@ -177,23 +185,30 @@ class NumaView:
     """Pod-independent tables of this view alone (what admission reads), computed on first use."""
 
     def __post_init__(self) -> None:
+        zones = self.zone_available
+        if isinstance(zones, ZoneAmounts) and zones._layout is not None:
+            # A view derived by with_zone_available (issue #27: every reservation change makes
+            # one): same zones listing the same names, only the amounts differ.
+            rows = zones._rows
+            if all(type(a) is int for row in rows.values() for a in row):
+                object.__setattr__(self, "ceil_available", rows)  # as below: all integral
+            else:
+                object.__setattr__(self, "ceil_available", _ceil_rows(rows))
+            present_bits, names_set = zones._layout
+            object.__setattr__(self, "available", rows)
+            object.__setattr__(self, "present", present_bits)
+            object.__setattr__(self, "resource_names", names_set)
+            return
         n = len(self.ids)
         zone_names = tuple(shared(("zone", *zone), tuple(zone)) for zone in self.zone_available)
         names = sorted({r for zone in zone_names for r in zone})
         available: dict[str, tuple[Amount, ...]] = {}
-        ceil_available: dict[str, tuple[int, ...]] = {}
         present: dict[str, int] = {}
         for r in names:
-            row = tuple(zone.get(r, 0) for zone in self.zone_available)
-            available[r] = row
-            ceil_row = tuple(ceil_value(a) for a in row)
-            # Integral rows (nearly all) share the tuple: Score then knows it can skip rounding.
-            ceil_available[r] = cast(tuple[int, ...], row) if ceil_row == row else ceil_row
+            available[r] = tuple(zone.get(r, 0) for zone in self.zone_available)
             present[r] = sum(1 << i for i in range(n) if r in self.zone_available[i])
         object.__setattr__(self, "available", available)
-        # Every row integral (nearly always): one dict serves both.
-        same = all(ceil_available[r] is available[r] for r in names)
-        object.__setattr__(self, "ceil_available", available if same else ceil_available)
+        object.__setattr__(self, "ceil_available", _ceil_rows(available))
         object.__setattr__(self, "present", shared(("present", *present.items()), present))
         object.__setattr__(
             self, "zone_available", ZoneAmounts(available, shared(("by-zone", zone_names), zone_names))
@@ -219,6 +234,16 @@ class NumaView:
         """This view with other amounts left per zone (reservations subtracted) and what the
         clamp at 0 hid (:attr:`zone_shortfall`): the shared ``memo`` goes along, the view's own
         ``local`` tables do not (they read the amounts)."""
+        mine = self.zone_available
+        if (
+            isinstance(mine, ZoneAmounts)
+            and len(zones) == len(mine._names)
+            and all(tuple(z) == listed for z, listed in zip(zones, mine._names, strict=True))
+        ):
+            # The zones list the same names as ours (subtractions keep them): hand over what
+            # only those names decide, and the rows, instead of having them found again.
+            rows = {r: tuple(z.get(r, 0) for z in zones) for r in self.available}
+            zones = ZoneAmounts(rows, mine._names, (self.present, self.resource_names))
         return NumaView(
             node_name=self.node_name,
             tm=self.tm,
@@ -240,6 +265,22 @@ class NumaView:
             return self.zone_available[self.ids.index(numa_id)]
         except ValueError:
             return None
+
+
+def _ceil_rows(available: Mapping[str, tuple[Amount, ...]]) -> Mapping[str, tuple[int, ...]]:
+    """Per resource, ``Quantity.Value()`` of every zone's available; ``available`` itself when
+    every value is integral (nearly always), else integral rows are shared tuples: Score then
+    knows it can skip rounding."""
+    ceil_available: dict[str, tuple[int, ...]] = {}
+    same = True
+    for r, row in available.items():
+        ceil_row = tuple(ceil_value(a) for a in row)
+        if ceil_row == row:
+            ceil_available[r] = cast(tuple[int, ...], row)
+        else:
+            ceil_available[r] = ceil_row
+            same = False
+    return cast(Mapping[str, tuple[int, ...]], available) if same else ceil_available
 
 
 def _available(value: Amount) -> Amount:

@@ -39,6 +39,7 @@ from rte.model.topology import NodeTopology
 from rte.model.vocabulary import FingerprintMethod
 from rte.sim.cadence import AgentCadence
 from rte.sim.cluster import PHASE_FAILED, build_cache, build_nodes, counted_phases, counted_pods, exclusivity
+from rte.sim.collector import fewer_collections
 from rte.sim.config import CACHE_ORACLE, PREEMPTION_NUMA, PREEMPTION_OFF, SimConfig
 from rte.sim.oracle import OracleCache, exact_topology
 from rte.sim.preemption import SimPreemption
@@ -445,4 +446,5 @@ class Simulation:
 
 def run_simulation(config: SimConfig, progress: Progress | None = None) -> SimResult:
     """Run one simulation."""
-    return Simulation(config).run(progress)
+    with fewer_collections():
+        return Simulation(config).run(progress)

@@ -92,6 +92,19 @@ class _Ranking:
         return []
 
 
+def _forget_views(prep: PreparedPod) -> None:
+    """Drop the verdicts ``prep`` remembers per view (:func:`rte.consumer.filter.filter_node`
+    keeps one per view object it saw, for the life of the prepared pod: one scheduling cycle in
+    the extender, the whole run here, where they kept every view ever filtered alive: most of
+    the memory at 5000 nodes, issue #27). The scheduler's own memo (``_lookups``) reuses a
+    verdict while the cache serves the same view; a verdict is a pure function of the view, so
+    forgetting one changes no decision."""
+    memo = prep.memo
+    stale = [key for key in memo if isinstance(key, NumaView)]
+    for key in stale:
+        del memo[key]
+
+
 class VerifyError(AssertionError):
     """The memoised verdicts differ from a full recomputation (a missed invalidation)."""
 
@@ -229,6 +242,7 @@ class SimScheduler:
                 elif result >= 0:
                     feasible.add(node, result)
         dirty.clear()
+        _forget_views(self.shapes[shape])
 
     def _decide_many(self, nodes: list[int], shape: int) -> None:
         """Filter and Score ``nodes`` (past the node-level fit) through the kernel, into the memo."""
@@ -296,6 +310,7 @@ class SimScheduler:
         self._refresh(shape)
         if self.verify:
             self._check(shape)
+            _forget_views(self.shapes[shape])
         if self.report_marks:
             self._report_marks(shape)
         if nominated is not None and nominated in self._feasible[shape]:

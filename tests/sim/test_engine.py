@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from rte.consumer.numaview import NumaView
 from rte.sim.config import SimConfig
-from rte.sim.engine import run_simulation
+from rte.sim.engine import Simulation, run_simulation
 from rte.sim.queue import SchedulingQueue, backoff
 
 SMALL = SimConfig(nodes=20, pods=300, burst="30/30s", load=0.9, agent_interval=10.0)
@@ -190,3 +191,14 @@ def test_the_oracle_never_causes_a_tae_and_refuses_only_what_no_kubelet_admits()
     small = run_simulation(replace(SMALL, cache="oracle", verify=True))
     assert small.counters.topology_affinity_errors == 0
     assert small.counters.pods_scheduled == SMALL.pods
+
+
+def test_the_pod_shapes_keep_no_view_alive() -> None:
+    """Issue #27: the shapes' prepared pods live for the whole run, and Filter remembers its
+    verdict per view on them; unforgotten, every view ever filtered stayed alive (1.9 GiB at
+    5000 nodes x 100 000 pods). After a run none is left."""
+    sim = Simulation(replace(SMALL, cache="reserve"))
+    sim.run()
+    assert sim.scheduler.evaluations > 100
+    for prep in sim.scheduler.shapes:
+        assert not [key for key in prep.memo if isinstance(key, NumaView)]

@@ -40,13 +40,14 @@ from typing import Protocol
 
 from rte.consumer.cache.interface import Clock
 from rte.consumer.cache.predict import ZoneCharge, chosen_zone, estimated_charge
-from rte.consumer.cache.reservations import Reservation, subtract_placed
+from rte.consumer.cache.reservations import Reservation, subtract_all
 from rte.consumer.changelog import ChangeLog
 from rte.consumer.config import CacheConfig, LoadAwareConfig
-from rte.consumer.numaview import NumaView, subtract_requests
+from rte.consumer.numaview import NumaView
 from rte.consumer.requests import shape_key
 from rte.consumer.store import NRTStore
 from rte.model.pod import Pod
+from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 from rte.model.vocabulary import Compat
 
@@ -71,22 +72,34 @@ def best_estimate(
     admitted: Iterable[ZoneCharge],
     pending: Iterable[Reservation],
     memo: dict[object, ZoneCharge | None],
+    given_back: Iterable[ZoneCharge] = (),
 ) -> NumaView:
-    """``base`` with each ``admitted`` pod charged on its chosen zone, then each ``pending`` one,
-    in order, on the zone the admission model picks (every zone when it cannot tell)."""
-    view = subtract_placed(base, [{(z := chosen_zone(c)): c[z]} for c in admitted])
+    """``base`` with the ``given_back`` charges (negative: ended pods' credits) and each
+    ``admitted`` pod charged on its chosen zone, then each ``pending`` one, in order, on the
+    zone the admission model picks (every zone when it cannot tell).
+
+    Charges are gathered and taken in one view, made only where the admission model must read
+    the estimate so far or when done (issue #27): the same view as one per charge, since amounts
+    are exact and a view keeps what its clamp hid (:func:`subtract_all`)."""
+    view = base
+    charges: list[Mapping[int, Mapping[str, Amount]]] = [*given_back]
+    charges.extend({(z := chosen_zone(c)): c[z]} for c in admitted)
     for reservation in pending:
         if reservation.zones:  # predicted when it was placed: no second run of the admission model
             z = chosen_zone(reservation.zones)
-            view = subtract_placed(view, [{z: reservation.zones[z]}])
+            charges.append({z: reservation.zones[z]})
             continue
         pod = None if reservation.unpredictable else reservation.pod
-        charge = None if pod is None else _charge(view, pod, memo)
+        if pod is None:
+            charges, view = [], subtract_all(view, charges, [reservation.request])
+            continue
+        charges, view = [], subtract_all(view, charges)
+        charge = _charge(view, pod, memo)
         if charge is None:
-            view = subtract_requests(view, [reservation.request])
+            view = subtract_all(view, (), [reservation.request])
         else:
-            view = subtract_placed(view, [charge])
-    return view
+            charges.append(charge)
+    return subtract_all(view, charges)
 
 
 class ScoreViewNodes:

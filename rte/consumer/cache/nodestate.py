@@ -13,14 +13,14 @@ from rte.consumer.cache.podlog import PodLog, owned, shared_empty
 from rte.consumer.cache.predict import ZoneCharge
 from rte.consumer.cache.reservations import (
     Reservation,
+    subtract_all,
     subtract_from_every_zone,
-    subtract_placed,
     total_request,
 )
 from rte.consumer.cache.resync import Comparison
 from rte.consumer.config import LoadAwareConfig
 from rte.consumer.lowerbound import mark_lower_bound
-from rte.consumer.numaview import NumaView, build_view, subtract_requests
+from rte.consumer.numaview import NumaView, build_view
 from rte.consumer.placement import NodePlacement
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.pod import Pod, PodKey
@@ -152,8 +152,8 @@ class NodeState:
         if self.view is None:
             everywhere = [r.request for key, r in self.reservations.items() if not self.narrowed(key, r)]
             placed = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
-            base = subtract_placed(self.base_view, negated(self.credits))  # before any clamp
-            view = subtract_placed(subtract_requests(base, everywhere), placed)
+            # Credits with the charges: the view keeps what a clamp hid, the order is immaterial.
+            view = subtract_all(self.base_view, [*negated(self.credits), *placed], everywhere)
             self.view = mark_lower_bound(view)  # never more than the kubelet has: see .lowerbound
         return self.view
 
@@ -166,10 +166,10 @@ class NodeState:
             assert self.base_view is not None
             admitted = [r.zones for key, r in self.reservations.items() if r.zones and self.narrowed(key, r)]
             pending = [r for key, r in self.reservations.items() if not self.narrowed(key, r)]
-            base = subtract_placed(self.base_view, negated(self.credits))
             if self.charges is None:
                 self.charges = {}
-            self.estimate = best_estimate(base, admitted, pending, self.charges)
+            credits = negated(self.credits)
+            self.estimate = best_estimate(self.base_view, admitted, pending, self.charges, credits)
         return self.estimate
 
     def narrowed(self, key: PodKey, reservation: Reservation) -> bool:

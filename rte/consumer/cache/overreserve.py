@@ -215,8 +215,8 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
             if st is None:
                 st = self._nodes[node] = NodeState(log=PodLog(self._config.history_limit))
             zones = None
-            st.own_reservations().pop(pod.key, None)
-            st.invalidate()
+            if st.own_reservations().pop(pod.key, None) is not None:
+                st.invalidate()  # only then does the served view change (issue #27: one rebuild, not two)
             spread = reconcile.in_flight(st)
             if spread:
                 reconcile.spread_in_flight(st)

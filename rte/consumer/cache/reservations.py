@@ -111,6 +111,33 @@ def subtract_placed(view: NumaView, charges: Iterable[Mapping[int, Mapping[str, 
     return view.with_zone_available(*clamped(signed))
 
 
+def subtract_all(
+    view: NumaView,
+    charges: Iterable[Mapping[int, Mapping[str, Amount]]],
+    requests: Iterable[Mapping[str, Amount]] = (),
+) -> NumaView:
+    """:func:`subtract_placed` of ``charges`` and
+    :func:`~rte.consumer.numaview.subtract_requests` of ``requests`` in one new view.
+
+    The same view as those two in any order, one after the other: amounts are exact (``int`` or
+    ``Fraction``) and each view keeps what its clamp hid, so only the final clamp shows. Issue
+    #27: one view instead of one per step (a view is the costly part of a reservation change).
+    """
+    per_zone = per_zone_totals(charges)
+    everywhere: dict[str, Amount] = {}
+    for request in requests:
+        for res, qty in request.items():
+            if qty > 0:
+                everywhere[res] = everywhere.get(res, 0) + qty
+    if not per_zone and not everywhere:
+        return view
+    signed = []
+    for numa_id, zone in zip(view.ids, signed_zones(view), strict=True):
+        here = per_zone.get(numa_id, {})
+        signed.append({r: a - here.get(r, 0) - everywhere.get(r, 0) for r, a in zone.items()})
+    return view.with_zone_available(*clamped(signed))
+
+
 def subtract_from_every_zone(
     topology: NodeTopology,
     total: Mapping[str, Amount],
