@@ -1,6 +1,6 @@
 """Run every benchmark and print one table with the targets beside the figures.
 
-    python -m bench.run_all            # everything (about 4 minutes on a 2-core machine)
+    python -m bench.run_all            # everything (about 25 minutes on a 2-core machine)
     python -m bench.run_all --quick    # skip the slow ones (processes: agent, extender; simulation)
 
 Each benchmark module also runs on its own (``python -m bench.bench_<name>``) with more detail.
@@ -25,7 +25,14 @@ FAST = (
     "bench_resync",
     "bench_extender",
 )
-SLOW = ("bench_agent", "bench_simulate", "bench_serve", "bench_serve_start", "bench_cluster_scale")
+SLOW = (
+    "bench_agent",
+    "bench_simulate",
+    "bench_serve",
+    "bench_serve_start",
+    "bench_cluster_scale",
+    "bench_simulate:big_summary",  # issue #27's 5000 x 100,000 simulation, about 5 minutes
+)
 
 
 def main() -> None:
@@ -36,7 +43,8 @@ def main() -> None:
     for name in FAST + (() if args.quick else SLOW):
         start = time.monotonic()
         print(f"running {name} ...", flush=True)
-        rows += importlib.import_module(f"bench.{name}").summary()
+        module, _, function = name.partition(":")
+        rows += getattr(importlib.import_module(f"bench.{module}"), function or "summary")()
         print(f"  done in {time.monotonic() - start:.0f} s", flush=True)
     width = max(len(r.what) for r in rows)
     fig = max(len(r.figure) for r in rows)
