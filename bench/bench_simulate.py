@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -60,17 +61,37 @@ def configs(nodes: int, pods: int) -> list[tuple[str, SimConfig]]:
     ]
 
 
+_PEAK_RSS_REPORTER = """
+import atexit, os, runpy, sys
+
+def report():
+    # VmHWM is this process's own peak: ru_maxrss would also count the parent it was started
+    # from (Linux records the pre-exec address space's peak, and run_all's process is large).
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(os.environ["BENCH_PEAK_RSS_FILE"], "w") as out:
+        out.write(kib)
+
+atexit.register(report)
+sys.argv = ["rte", *sys.argv[1:]]
+runpy.run_module("rte", run_name="__main__")
+"""
+
+
 def cpu_and_rss(nodes: int, pods: int) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MiB) of ``rte simulate --cache reserve`` in a process of its own."""
-    args = [sys.executable, "-m", "rte", "simulate", "-q", "--cache", "reserve"]
+    args = [sys.executable, "-c", _PEAK_RSS_REPORTER, "simulate", "-q", "--cache", "reserve"]
     args += ["--nodes", str(nodes), "--pods", str(pods)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise RuntimeError(f"rte simulate exited with {child.returncode}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: ru_maxrss in KiB
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak-rss-kib"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "BENCH_PEAK_RSS_FILE": str(peak_file)}
+        child = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            raise RuntimeError(f"rte simulate exited with {child.returncode}")
+        peak_kib = int(peak_file.read_text())
+    return usage.ru_utime + usage.ru_stime, peak_kib / 1024
 
 
 def reserve_rows(nodes: int, pods: int, cpu_target: float | None, rss_target: float | None) -> list[Row]:
