@@ -129,6 +129,9 @@ class AgentPods:
         self._publish = publish
         self._clock = clock
         self._pods: dict[PodKey, AgentPodState] = {}
+        self._on_node: dict[str, dict[PodKey, AgentPodState]] = {}
+        """The same states grouped by node: a node's heartbeat reads its own pods, not all of
+        them (scanning every pod made a list of 50 000 agent pods cost 38 s, issue #27)."""
         self._gone: dict[str, float] = {}
         """Nodes whose last agent pod was deleted, and when: they stay stale-able, not unknown."""
         self._beats: dict[str, float | None] = {}
@@ -159,10 +162,13 @@ class AgentPods:
             state = None  # a malformed time: the pod tells nothing; treat as not bound
         if state is None:
             if old is not None:
-                del self._pods[key]
+                self._forget(key, old)
                 self._refresh(old.node)
             return
+        if old is not None:
+            self._forget(key, old)
         self._pods[key] = state
+        self._on_node.setdefault(state.node, {})[key] = state
         if old is not None and old.node != state.node:
             self._refresh(old.node)
         self._refresh(state.node)
@@ -180,13 +186,22 @@ class AgentPods:
         return self._beats.get(node)
 
     def _delete(self, key: PodKey) -> None:
-        old = self._pods.pop(key, None)
+        old = self._pods.get(key)
         if old is not None:
+            self._forget(key, old)
             self._gone[old.node] = self._clock()
             self._refresh(old.node)
 
+    def _forget(self, key: PodKey, old: AgentPodState) -> None:
+        del self._pods[key]
+        group = self._on_node[old.node]
+        del group[key]
+        if not group:
+            del self._on_node[old.node]
+
     def _refresh(self, node: str) -> None:
-        states = [s for s in self._pods.values() if s.node == node]
+        group = self._on_node.get(node)
+        states = list(group.values()) if group else []
         beat: float | None
         if any(s.ready for s in states):
             beat = READY_FOREVER
