@@ -29,6 +29,7 @@ import msgspec
 import orjson
 
 from rte.errors import InputError
+from rte.model.fingerprint import ATTRIBUTE as FINGERPRINT_ATTRIBUTE
 from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, check_topology, from_nrt
 from rte.model.quantity import Amount, parse_quantity
 from rte.model.topology import Attribute, Cost, NodeTopology, OwnerReference, ResourceInfo, Zone
@@ -204,13 +205,21 @@ class CompactReader:
     def _attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
         parts, text = self._parts, self._text
         out = []
+        own = False
         for item in items or ():
+            if item.name == FINGERPRINT_ATTRIBUTE:
+                # Each node's own, and new whenever its pods change: remembered in _texts it
+                # would stay there for the life of a watch (issue #27).
+                out.append(Attribute(text(item.name), self._own(item.value)))
+                own = True
+                continue
             key = (Attribute, text(item.name), text(item.value))
             attribute = parts.get(key)
             if attribute is None:
                 attribute = parts[key] = Attribute(key[1], key[2])
             out.append(attribute)
-        return self._shared_tuple(out)
+        # A tuple holding a part not kept in _parts is not shared: its id would not stay unique.
+        return tuple(out) if own else self._shared_tuple(out)
 
     def _zone(self, zone: _SZone) -> Zone:
         parts, text, amount = self._parts, self._text, self._amount
