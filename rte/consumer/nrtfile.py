@@ -205,21 +205,17 @@ class CompactReader:
     def _attributes(self, items: list[_SAttribute] | None) -> tuple[Attribute, ...]:
         parts, text = self._parts, self._text
         out = []
-        own = False
         for item in items or ():
-            if item.name == FINGERPRINT_ATTRIBUTE:
-                # Each node's own, and new whenever its pods change: remembered in _texts it
-                # would stay there for the life of a watch (issue #27).
-                out.append(Attribute(text(item.name), self._own(item.value)))
-                own = True
-                continue
-            key = (Attribute, text(item.name), text(item.value))
+            # A fingerprint is each node's own, and new whenever its pods change: remembered in
+            # _texts it would stay there for the life of a watch (issue #27). Its attribute is
+            # still shared through _parts, which is bounded.
+            value = self._own(item.value) if item.name == FINGERPRINT_ATTRIBUTE else text(item.value)
+            key = (Attribute, text(item.name), value)
             attribute = parts.get(key)
             if attribute is None:
                 attribute = parts[key] = Attribute(key[1], key[2])
             out.append(attribute)
-        # A tuple holding a part not kept in _parts is not shared: its id would not stay unique.
-        return tuple(out) if own else self._shared_tuple(out)
+        return self._shared_tuple(out)
 
     def _zone(self, zone: _SZone) -> Zone:
         parts, text, amount = self._parts, self._text, self._amount
