@@ -29,6 +29,7 @@ import msgspec
 import orjson
 
 from rte.errors import InputError
+from rte.model.fingerprint import ATTRIBUTE as FINGERPRINT_ATTRIBUTE
 from rte.model.nrt import GROUP, KIND, READABLE_VERSIONS, check_topology, from_nrt
 from rte.model.quantity import Amount, parse_quantity
 from rte.model.topology import Attribute, Cost, NodeTopology, OwnerReference, ResourceInfo, Zone
@@ -205,7 +206,11 @@ class CompactReader:
         parts, text = self._parts, self._text
         out = []
         for item in items or ():
-            key = (Attribute, text(item.name), text(item.value))
+            # A fingerprint is each node's own, and new whenever its pods change: remembered in
+            # _texts it would stay there for the life of a watch (issue #27). Its attribute is
+            # still shared through _parts, which is bounded.
+            value = self._own(item.value) if item.name == FINGERPRINT_ATTRIBUTE else text(item.value)
+            key = (Attribute, text(item.name), value)
             attribute = parts.get(key)
             if attribute is None:
                 attribute = parts[key] = Attribute(key[1], key[2])

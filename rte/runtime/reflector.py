@@ -83,9 +83,14 @@ def _events(response: Any) -> Iterator[dict[str, Any]]:
     """Decoded watch events from a streaming response (one JSON object per line)."""
     buffer = b""
     for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk if isinstance(chunk, bytes) else str(chunk).encode()
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
+        data = chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        buffer += data
+        if b"\n" not in data:
+            continue
+        # All the chunk's lines at once: splitting one line off at a time copied the rest of the
+        # buffer for each, quadratic in the events a chunk holds when a busy watch batches them.
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
             if line.strip():
                 yield json.loads(line)
 

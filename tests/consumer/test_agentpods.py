@@ -158,3 +158,54 @@ def test_the_store_takes_readiness_heartbeats_backwards_and_the_staleness_rule_r
     store.set_heartbeat("n1", None)
     assert store.heartbeat("n1") is None
     assert math.isinf(READY_FOREVER)
+
+
+def _beats_from_scratch(
+    pods: dict[tuple[str, str], dict[str, Any]], gone: dict[str, float]
+) -> dict[str, float | None]:
+    """Every node's heartbeat computed from all pods at once, as the module's docstring states it."""
+    beats: dict[str, float | None] = {}
+    nodes = {p["spec"]["nodeName"] for p in pods.values()} | set(gone)
+    for node in nodes:
+        states = [agent_pod_state(p) for p in pods.values() if p["spec"]["nodeName"] == node]
+        if any(s is not None and s.ready for s in states):
+            beats[node] = READY_FOREVER
+            gone.pop(node, None)  # a ready pod replaced the deleted one
+            continue
+        times = [s.since for s in states if s is not None and s.since is not None]
+        if node in gone:
+            times.append(gone[node])
+        beats[node] = max(times) if times else None
+    return beats
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_per_node_grouping_gives_the_heartbeats_of_a_scan_over_every_pod(seed: int) -> None:
+    """Random adds, moves, readiness flips and deletions on a few nodes: the heartbeats published
+    (kept per node since issue #27's 50 000-node list) equal a computation from all pods."""
+    import random
+
+    rng = random.Random(seed)
+    tracked, published = tracker()
+    now = T0_S + 3600
+    pods: dict[tuple[str, str], dict[str, Any]] = {}
+    gone: dict[str, float] = {}
+    for _ in range(200):
+        name = f"rte-agent-{rng.randrange(6)}"
+        key = ("rte", name)
+        if rng.random() < 0.2:
+            tracked.on_event("DELETED", {"metadata": {"name": name, "namespace": "rte", "labels": LABELS}})
+            old = pods.pop(key, None)
+            if old is not None:
+                gone[old["spec"]["nodeName"]] = now
+        else:
+            node = f"n{rng.randrange(3)}"
+            ready = rng.choice([True, False, None])
+            since = rng.choice([T0, T1, None])
+            pod = agent(name, node, ready, since)
+            tracked.on_event("MODIFIED", pod)
+            pods[key] = pod
+        expected = _beats_from_scratch(pods, gone)
+        for node in {"n0", "n1", "n2"}:
+            assert tracked.heartbeat(node) == expected.get(node), (seed, node)
+    assert published.beats == {n: tracked.heartbeat(n) for n in published.beats}

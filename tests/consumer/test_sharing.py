@@ -8,6 +8,7 @@ removed them, and that what the views, rows and files say is unchanged.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from rte.consumer.cache.nodestate import NO_PODS, NodeState
 from rte.consumer.kernel.rows import row_data
 from rte.consumer.numaview import build_view, make_thresholds, subtract_requests
 from rte.consumer.store import resource_names_of
+from rte.model import fingerprint
+from rte.model.admission.facts import facts_from_attributes
 from rte.model.nrt import LIST_KIND, from_nrt, to_nrt
 from rte.model.topology import Attribute, Cost, NodeTopology, ResourceInfo, Zone
 
@@ -48,6 +51,32 @@ def test_views_of_equal_hardware_share_their_equal_parts() -> None:
     assert a.resource_names is b.resource_names is resource_names_of(_node("c", (1, 1)))
     assert a.memo is b.memo  # LeastNUMANodes tables depend on ids and distances only
     assert a.ceil_available is a.available  # integral amounts: one dict serves both
+
+
+def test_nodes_differing_only_in_their_pods_fingerprint_share_their_facts() -> None:
+    """Every node publishes its own fingerprint, which no admission fact reads: their facts are
+    one object, equal to those read from all the attributes (issue #27: 50 000 copies before)."""
+
+    def fingerprinted(name: str, pods: list[tuple[str, str]]) -> NodeTopology:
+        node = _node(name, (3, 4))
+        extra = (
+            Attribute("cpuManagerPolicy", "static"),
+            Attribute(fingerprint.ATTRIBUTE, fingerprint.compute(pods)),
+        )
+        return replace(node, attributes=node.attributes + extra)
+
+    a, b = fingerprinted("a", [("rte", "agent-a")]), fingerprinted("b", [("rte", "agent-b")])
+    assert a.attributes != b.attributes
+    view_a, view_b = build_view(a), build_view(b)
+    assert view_a.facts is view_b.facts
+    tm = view_a.tm
+    whole = facts_from_attributes(
+        a.attributes, policy=tm.policy, scope=tm.scope, max_numa_nodes=tm.max_numa_nodes
+    )
+    assert view_a.facts == whole
+    # An attribute a fact does read still tells nodes apart.
+    c = replace(a, attributes=(*a.attributes, Attribute("cpuManagerPolicy", "none")))
+    assert build_view(c).facts != view_a.facts
 
 
 def test_zone_amounts_read_back_as_published() -> None:
@@ -125,3 +154,21 @@ def test_nrt_file_shares_maps_and_reads_the_same_past_its_part_limit(
     for got in (whole, bounded):
         assert [t.zones for t in got] == [t.zones for t in expected]
         assert [t.attributes for t in got] == [t.attributes for t in expected]
+
+
+def test_the_watch_reader_keeps_no_fingerprint_after_the_nrt_is_gone() -> None:
+    """A fingerprint is each node's own and changes with its pods: the reader of a watch that
+    lives as long as the process must not remember every one it read (issue #27), and two reads
+    with different fingerprints keep each its own."""
+    reader = nrtfile.CompactReader()
+    read = []
+    for i in range(3):
+        obj = to_nrt(_node("a", (3, 4)))
+        obj["attributes"].append(
+            {"name": fingerprint.ATTRIBUTE, "value": fingerprint.compute([("rte", f"p{i}")])}
+        )
+        read.append(reader.read(obj))
+    values = [dict((a.name, a.value) for a in t.attributes)[fingerprint.ATTRIBUTE] for t in read]
+    assert values == [fingerprint.compute([("rte", f"p{i}")]) for i in range(3)]
+    assert not any(v in reader._texts for v in values)
+    assert read[0].zones is read[1].zones  # the rest is still shared

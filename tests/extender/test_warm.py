@@ -19,10 +19,12 @@ import rte.consumer.kernel.table as table_module
 from rte.consumer.store import MODIFIED
 from rte.extender.app import ExtenderApp
 from rte.extender.settings import extender_settings
+from rte.testing.apiserver import FakeApiServer
 from tests.helpers.extender import GI, PROFILE, Client, nrt, pod
 
 NODES = [f"worker-{i:02d}" for i in range(30)]
 POD = pod("app", {"cpu": 2, "memory": 1 * GI})
+PLURAL = "noderesourcetopologies"
 
 
 @pytest.fixture
@@ -174,3 +176,34 @@ def test_the_free_heap_is_given_back_once_before_ready_not_on_every_resync(
             assert time.monotonic() < deadline
             time.sleep(0.01)
     assert trims == [False]
+
+
+def test_through_the_apiserver_the_rows_the_first_resync_changed_are_built_before_ready(
+    rows_built: list[Any], fake_apiserver: FakeApiServer, fake_kubeconfig: Path
+) -> None:
+    """Listed pods matching their NRT's fingerprint make the first resync give each such node a
+    new view: those rows too are built before ready (at 50 000 nodes, each with its agent pod,
+    the first request built the rows of its 2500 candidates; issue #27)."""
+    fake_apiserver.install_crd()
+    for name in NODES:
+        fake_apiserver.create_object(
+            PLURAL, nrt(name, [{"cpu": 4, "memory": 8 * GI}] * 2, pods=[("default", f"app-{name}")])
+        )
+        fake_apiserver.storage.create("pods", pod(f"app-{name}", {"cpu": 1, "memory": 1 * GI}, node=name))
+    settings = extender_settings(
+        listen="127.0.0.1:0",
+        kubeconfig=str(fake_kubeconfig),
+        cache_resync_period="3600s",  # the first pass alone, at start
+        scheduler_profiles=[PROFILE],
+        lease_namespace="",
+    )
+    with ExtenderApp(settings) as app:
+        _wait_ready(app)
+        assert app.server is not None
+        rows_built.clear()
+        client = Client(app.server.url)
+        try:
+            _round_trip(client)
+            assert rows_built == []
+        finally:
+            client.close()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kubernetes import client
 
-from rte.runtime.reflector import Obj, Reflector
+from rte.runtime.reflector import Obj, Reflector, _events
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.waiting import wait_for
 
@@ -63,3 +64,26 @@ def test_read_item_turns_each_page_into_what_on_list_receives(
         assert len(pages_read) == 5  # once per object, before on_list
     finally:
         reflector.stop()
+
+
+class _Chunks:
+    """A streaming response handing out fixed chunks, as urllib3's ``stream`` does."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def stream(self, amt: Any = None, decode_content: bool = False) -> Any:
+        return iter(self.chunks)
+
+
+def test_watch_events_are_cut_at_newlines_whatever_the_chunks() -> None:
+    """Many events in one chunk, an event cut across chunks, blank lines, a chunk without a
+    newline: the same events in order, the unfinished last line held back."""
+    events = [
+        {"type": "MODIFIED", "object": {"metadata": {"name": f"n{i}"}, "pad": "x" * i}} for i in range(40)
+    ]
+    text = b"".join(json.dumps(e).encode() + (b"\n\n" if i % 7 == 0 else b"\n") for i, e in enumerate(events))
+    text += b'{"type": "ADDED"'  # unfinished: never yielded
+    for size in (1, 5, 64, 1000, len(text)):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        assert list(_events(_Chunks(chunks))) == events, size
