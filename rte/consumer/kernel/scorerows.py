@@ -33,8 +33,12 @@ def score_rows(
     target: Bools,
     usable: Bools,
     position: Ints,
+    flat: Ints | None = None,
 ) -> Ints:
-    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does."""
+    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does.
+
+    ``flat``: Filter's :func:`~.zonescore.flat_at` of every chosen row at ``position``, when it
+    made them for this table's width (saves computing them again)."""
     scores = np.full(len(chosen), -1, np.int64)
     if not prep.guaranteed:
         scores[target] = MAX_SCORE  # the scorer's constant: only Guaranteed pods are ranked
@@ -47,7 +51,7 @@ def score_rows(
         scores[target & ~usable] = MIN_SCORE
     if kernel.all():  # the usual whole-table case: every row placed by the kernel, nothing gathered
         where: Ints | None = None
-        rows, at = chosen, flat_at(table, chosen, position)
+        rows, at = chosen, (flat_at(table, chosen, position) if flat is None else flat)
     elif kernel.any():
         where = np.flatnonzero(kernel)
         rows = chosen.take(where)
@@ -69,6 +73,8 @@ def score_rows(
             positions: Ints | slice
             if part is None:
                 values, undecided = _zone_scores(strategy, table, rows, at, req)
+                if where is None and not undecided.any():  # every row scored here, as usual
+                    return values if values.base is None else values.copy()  # callers weigh them
                 positions = slice(None) if where is None else where
             else:
                 values, undecided = _zone_scores(strategy, table, rows[part], at[part], req)
