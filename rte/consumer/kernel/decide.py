@@ -242,7 +242,8 @@ def filter_rows(
                 else:
                     state.apply(outcome, where, False)
             flat = state.flat
-    for k in np.flatnonzero(scalar).tolist():
+    left = bool(scalar.any())  # usually nothing: no index list to make
+    for k in np.flatnonzero(scalar).tolist() if left else ():
         view = table.views[int(chosen[k])]
         if prep.reference:
             result = filter_node(prep, view, _allocatable_of(table, chosen, allocatable, k))
@@ -252,7 +253,7 @@ def filter_rows(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    if scalar.any():
+    if left:
         flat = None
     return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar, flat, table.width)
 
