@@ -202,7 +202,7 @@ def filter_rows(
     """Filter's half of :func:`decide`, computed (no memo)."""
     if rows is None:
         selection: Selection = slice(0, table.size)
-        chosen = np.arange(table.size, dtype=np.int64)
+        chosen = _all_rows(table.size)
     else:
         chosen = np.asarray(rows, dtype=np.int64)
         selection = chosen
@@ -242,6 +242,8 @@ def filter_rows(
                 else:
                     state.apply(outcome, where, False)
             flat = state.flat
+            fits, codes, numa = state.fits, state.codes, state.numa
+            position, scalar = state.position, state.scalar
     left = bool(scalar.any())  # usually nothing: no index list to make
     for k in np.flatnonzero(scalar).tolist() if left else ():
         view = table.views[int(chosen[k])]
@@ -256,6 +258,21 @@ def filter_rows(
     if left:
         flat = None
     return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar, flat, table.width)
+
+
+_ALL_ROWS: list[Ints] = [np.arange(0, dtype=np.int64)]
+"""The last whole-table row list made (read-only), for the next decision on a table that size."""
+
+
+def _all_rows(size: int) -> Ints:
+    """``0 .. size-1``, shared between decisions: every whole-table decision names its rows
+    with it, and a fresh one per decision was, with its page faults, 1-2 % of one."""
+    rows = _ALL_ROWS[0]
+    if len(rows) != size:
+        rows = np.arange(size, dtype=np.int64)
+        rows.flags.writeable = False
+        _ALL_ROWS[0] = rows
+    return rows
 
 
 def _allocatable_of(
@@ -375,12 +392,15 @@ class _State:
                 code = self.texts.code(refusal_reason(outcome.entries, pattern))
                 codes[k[refusals == pattern]] = code
         scalar = ~(fits | refused)
-        at: slice | Ints = slice(None) if where is None else where
-        self.fits[at] = fits
-        self.position[at] = position  # -1 where not placed
-        self.numa[at] = numa
-        self.codes[at] = codes
-        self.scalar[at] = scalar
+        if where is None:  # the outcome covers every position: its arrays are the verdicts
+            # (copying them into the defaults cost more than making them: fresh pages)
+            self.fits, self.position, self.numa, self.codes, self.scalar = fits, position, numa, codes, scalar
+            return
+        self.fits[where] = fits
+        self.position[where] = position  # -1 where not placed
+        self.numa[where] = numa
+        self.codes[where] = codes
+        self.scalar[where] = scalar
 
 
 def scored_after(
