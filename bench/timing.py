@@ -21,6 +21,25 @@ def median_seconds(func: Callable[[], object], *, repeat: int = 7, number: int =
     return statistics.median(runs)
 
 
+def interleaved_medians(
+    first: Callable[[], object], second: Callable[[], object], *, repeat: int = 201, warmup: int = 20
+) -> tuple[float, float]:
+    """Median wall time of one call of each, the calls alternating (``first`` then ``second``,
+    each run's order swapped with the next) after ``warmup`` untimed pairs, so that a burst of
+    load elsewhere on the machine, or a cache the other left warm, falls on both alike."""
+    for _ in range(warmup):
+        first()
+        second()
+    runs: tuple[list[float], list[float]] = ([], [])
+    pair = ((0, first), (1, second))
+    for k in range(repeat):
+        for which, func in pair if k % 2 == 0 else pair[::-1]:
+            start = time.perf_counter()
+            func()
+            runs[which].append(time.perf_counter() - start)
+    return statistics.median(runs[0]), statistics.median(runs[1])
+
+
 def median_command_seconds(argv: Sequence[str], *, repeat: int = 9) -> float:
     """Median wall time of a whole command (interpreter start included)."""
     runs = []

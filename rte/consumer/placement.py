@@ -129,8 +129,35 @@ def _zone_resources(topology: NodeTopology) -> frozenset[str]:
     return frozenset(r.name for z in topology.zones for r in z.resources)
 
 
-def expected_containers(topology: NodeTopology, pods: Iterable[Pod]) -> list[ContainerId] | None:
-    """The container set the agent encoded for ``pods`` on ``topology``; None if unknowable."""
+PinnedMemo = dict[PodKey, tuple[Pod, frozenset[str], str | None, str | None, list[str] | None]]
+"""Per pod: (the pod, the node's zone resources, CPU and memory manager policies) and the
+:func:`pinned_containers` answer for exactly those (a node's pods are decoded again at every
+NRT adopted; their specs seldom change)."""
+
+
+def _pinned(
+    pod: Pod,
+    zone_resources: frozenset[str],
+    cpu_policy: str | None,
+    memory_policy: str | None,
+    memo: PinnedMemo | None,
+) -> list[str] | None:
+    if memo is None:
+        return pinned_containers(pod, zone_resources, cpu_policy, memory_policy)
+    key = pod.key
+    kept = memo.get(key)
+    if kept is not None and kept[0] is pod and kept[1:4] == (zone_resources, cpu_policy, memory_policy):
+        return kept[4]
+    pinned = pinned_containers(pod, zone_resources, cpu_policy, memory_policy)
+    memo[key] = (pod, zone_resources, cpu_policy, memory_policy, pinned)
+    return pinned
+
+
+def expected_containers(
+    topology: NodeTopology, pods: Iterable[Pod], memo: PinnedMemo | None = None
+) -> list[ContainerId] | None:
+    """The container set the agent encoded for ``pods`` on ``topology``; None if unknowable.
+    ``memo`` keeps each pod's answer for the next call (the same pod object, the same facts)."""
     zone_resources = _zone_resources(topology)
     cpu_policy = topology.attribute(names.CPU_MANAGER_POLICY)
     memory_policy = topology.attribute(names.MEMORY_MANAGER_POLICY)
@@ -138,15 +165,18 @@ def expected_containers(topology: NodeTopology, pods: Iterable[Pod]) -> list[Con
     for pod in pods:
         if pod.is_terminal:
             continue
-        pinned = pinned_containers(pod, zone_resources, cpu_policy, memory_policy)
+        pinned = _pinned(pod, zone_resources, cpu_policy, memory_policy, memo)
         if pinned is None:
             return None
         out.extend(ContainerId(pod.namespace, pod.name, c) for c in pinned)
     return out
 
 
-def decode_node_placement(topology: NodeTopology, pods: Iterable[Pod]) -> NodePlacement:
-    """The placement ``topology`` publishes, given the ``pods`` of the set its fingerprint names."""
+def decode_node_placement(
+    topology: NodeTopology, pods: Iterable[Pod], memo: PinnedMemo | None = None
+) -> NodePlacement:
+    """The placement ``topology`` publishes, given the ``pods`` of the set its fingerprint names
+    (``memo``: see :func:`expected_containers`)."""
     metadata = topology.attribute(npl.METADATA_ATTRIBUTE)
     if metadata is None:
         return NO_PLACEMENT
@@ -167,7 +197,7 @@ def decode_node_placement(topology: NodeTopology, pods: Iterable[Pod]) -> NodePl
         payload.validate()
     except npl.NumaPlacementError as e:
         return NodePlacement(Outcome.ERROR, detail=str(e))
-    expected = expected_containers(topology, pods)
+    expected = expected_containers(topology, pods, memo)
     if expected is None:
         return NodePlacement(
             Outcome.MISMATCH, detail="a pod's pinned containers cannot be told from its spec"

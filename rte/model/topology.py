@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from rte.model.quantity import Amount
 
@@ -32,6 +33,7 @@ def zone_name(numa_id: int) -> str:
     return f"{ZONE_NAME_PREFIX}{numa_id}"
 
 
+@lru_cache(maxsize=4096)  # a handful of names, parsed for every zone and cost of every NRT read
 def numa_id_of(name: str) -> int | None:
     """The NUMA id a zone or cost name stands for, or None.
 
@@ -74,6 +76,7 @@ class Attribute:
     value: str
 
 
+@lru_cache(maxsize=4096)  # issue #27: sorting every object's zones and costs, 2 % of a simulation
 def _zone_sort_key(name: str) -> tuple[int, int, str]:
     numa_id = numa_id_of(name)
     return (0, numa_id, name) if numa_id is not None else (1, 0, name)
@@ -105,12 +108,18 @@ class Zone:
         return _first_attribute(self.attributes, name)
 
     def canonical(self) -> Zone:
-        return replace(
-            self,
-            costs=tuple(sorted(self.costs, key=lambda c: _zone_sort_key(c.name))),
-            attributes=tuple(sorted(self.attributes, key=lambda a: a.name)),
-            resources=tuple(sorted(self.resources, key=lambda r: r.name)),
-        )
+        costs = tuple(sorted(self.costs, key=lambda c: _zone_sort_key(c.name)))
+        attributes = tuple(sorted(self.attributes, key=lambda a: a.name))
+        resources = tuple(sorted(self.resources, key=lambda r: r.name))
+        same = _same_items(costs, self.costs) and _same_items(attributes, self.attributes)
+        if same and _same_items(resources, self.resources):
+            return self  # already in order, as the agent builds its zones: no copy
+        return replace(self, costs=costs, attributes=attributes, resources=resources)
+
+
+def _same_items(left: tuple[object, ...], right: tuple[object, ...]) -> bool:
+    """The very same objects in the same order (sorting moved nothing)."""
+    return all(a is b for a, b in zip(left, right, strict=True))
 
 
 def _first_attribute(attributes: Iterable[Attribute], name: str) -> str | None:

@@ -32,6 +32,8 @@ class Choice(StrEnum):
     @classmethod
     def parse(cls, text: object, source: str) -> Self:
         """The member spelled ``text`` in any case, or a one-line :class:`ConfigError` naming ``source``."""
+        if type(text) is cls:  # already parsed (the library's callers pass members along)
+            return text
         if isinstance(text, str):
             folded = text.casefold()
             for member in cls:

@@ -110,3 +110,38 @@ def test_empty_pod_container_and_resource_names_are_findings_and_still_charged()
     assert [f.kind for f in result.findings if f.kind == "empty_name"] == ["empty_name"] * 3
     assert zone0(result, "cpu") == 3  # CPU 3 is held all the same
     assert not result.consistent
+
+
+def test_the_quick_clash_check_agrees_with_the_findings_on_random_listings() -> None:
+    """``_any_assigned_twice`` (set operations, no texts) says yes exactly where the findings
+    are not empty: CPUs shared by containers of one pod or by two pods, pod-level CPUs that are
+    the pod's own containers' (no clash), devices in two containers (one container listing a
+    device twice is no clash)."""
+    import random
+
+    from rte.agent.compute.listcheck import _any_assigned_twice, _assigned_twice_findings
+
+    rng = random.Random(27)
+    seen = {True: 0, False: 0}
+    for _ in range(2000):
+        pods = []
+        for p in range(rng.randrange(0, 4)):
+            containers = []
+            for c in range(rng.randrange(0, 3)):
+                cpus = frozenset(rng.sample(range(16), rng.randrange(0, 3)))
+                devices = tuple(
+                    Device(NIC, tuple(rng.sample("abcdefgh", rng.randrange(1, 3))), (0,))
+                    for _ in range(rng.randrange(0, 2))
+                )
+                containers.append(ContainerResources(f"c{c}", cpus, devices, ()))
+            own = [cpu for c in containers for cpu in c.cpu_ids]
+            pod_cpus = frozenset(rng.sample(own, min(len(own), 1))) | frozenset(rng.sample(range(16), 1))
+            pods.append(
+                PodResources(
+                    "ns", f"p{p}", tuple(containers), pod_cpus if rng.random() < 0.3 else frozenset()
+                )
+            )
+        quick = _any_assigned_twice(pods)
+        assert quick == bool(_assigned_twice_findings(pods)), pods
+        seen[quick] += 1
+    assert min(seen.values()) > 100  # both answers were exercised

@@ -248,3 +248,41 @@ def test_the_kernel_decides_a_pod_whose_later_container_depends_on_the_even_spli
     for k, view in enumerate(views):
         want = filter_node(prep, view, None)
         assert (bool(got.fits[k]), got.reason(k)) == (want.fits, want.reason)
+
+
+def test_scores_where_the_kernel_placed_every_row_equal_the_scalar_scorers() -> None:
+    """The usual whole-table case (every row fresh, every row placed by the kernel), where Score
+    reads the zones at the flat positions Filter made instead of masks (issue #27): each score
+    is the scalar Scorer's, under every strategy, on nodes of 1 to 8 zones."""
+    from rte.consumer.kernel.decide import filter_rows
+
+    rng = random.Random(2727)
+    views = []
+    for i in range(400):
+        zones = []
+        count = rng.randint(1, 8)
+        for z in range(count):
+            cpu, memory = rng.randint(4, 64), rng.randint(4, 512) * 2**30
+            resources = (
+                ResourceInfo("cpu", 64, 64, cpu),
+                ResourceInfo("memory", 512 * 2**30, 512 * 2**30, memory),
+            )
+            costs = tuple(Cost(f"node-{j}", 10 if j == z else 20) for j in range(count))
+            zones.append(Zone(name=f"node-{z}", costs=costs, resources=resources))
+        attrs = (
+            Attribute("topologyManagerPolicy", "single-numa-node"),
+            Attribute("topologyManagerScope", "container"),
+        )
+        views.append(build_view(NodeTopology(name=f"w{i}", zones=tuple(zones), attributes=attrs)))
+    table = NodeTable.of([v.node_name for v in views], views)
+    requests: dict[str, Amount] = {"cpu": 2, "memory": 3 * 2**30}
+    prep = prepare_pod(Pod("ns", "p", containers=(Container("c", requests, requests),)))
+    assert filter_rows(prep, table, None, None).flat is not None  # the path under test
+    weights = ({"cpu": 1, "memory": 1}, {"cpu": 3, "memory": 1}, {"cpu": 2, "memory": 1})  # sums 2, 4, 3
+    for name, weight in ((n, w) for n in STRATEGIES for w in weights):
+        strategy = ScoringStrategy(name, weight)
+        verdicts = decide(prep, table, None, strategy)
+        scorer = Scorer(prep, strategy)
+        assert verdicts.fits.all()
+        assert verdicts.scores is not None
+        assert verdicts.scores.tolist() == [scorer(v) for v in views], name

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from rte.consumer.cache import placement as cache_placement
 from rte.consumer.cache.diagnosis import WAITING_FOR_AGENT
-from rte.consumer.placement import NodePlacement, Outcome, decode_node_placement, pinned_containers
+from rte.consumer.placement import (
+    NodePlacement,
+    Outcome,
+    PinnedMemo,
+    decode_node_placement,
+    expected_containers,
+    pinned_containers,
+)
 from rte.consumer.store import DELETED, MODIFIED
 from rte.model import attributes as names
 from rte.model import numaplacement as npl
@@ -133,6 +140,31 @@ def test_pinned_containers_follow_the_kubelet_s_managers() -> None:
     )
     assert pinned_containers(burstable_device, {"cpu", "vendor.com/nic"}, "static", "None") == ["c"]
     assert pinned_containers(burstable_device, {"cpu"}, "static", "None") == []  # no NUMA locality
+
+
+def test_a_memo_of_pinned_containers_answers_only_for_the_same_pod_and_facts() -> None:
+    """The reserve cache keeps each pod's pinned containers between a node's NRTs (issue #27);
+    an answer is reused only for the very same pod object on a node with the same managers and
+    zone resources, and decoding with the memo equals decoding without it."""
+    p1, p2 = running(pod("p1", 2)), running(pod("p2", 1))
+    topology = with_placement(nrt((4, 4)), {cid(p1): 1, cid(p2): 0})
+    memo: PinnedMemo = {}
+    first = decode_node_placement(topology, [p1, p2], memo)
+    assert (
+        first == decode_node_placement(topology, [p1, p2]) == decode_node_placement(topology, [p1, p2], memo)
+    )
+    assert set(memo) == {p1.key, p2.key}
+    # The managers change (CPU manager none): nothing pinned any more, whatever the memo held.
+    unpinned = with_placement(
+        nrt((4, 4)),
+        {},
+        facts=(Attribute(names.CPU_MANAGER_POLICY, "none"), Attribute(names.MEMORY_MANAGER_POLICY, "None")),
+    )
+    assert expected_containers(unpinned, [p1, p2], memo) == expected_containers(unpinned, [p1, p2]) == []
+    # A new spec under the same name (a burstable pod): its own answer, not the old pod's.
+    burstable = replace(p1, containers=(Container("c", {"cpu": HALF}),))
+    assert expected_containers(topology, [burstable], memo) == []
+    assert expected_containers(topology, [p1], memo) == [cid(p1)]
 
 
 _sizes = st.lists(st.integers(1, 3), min_size=1, max_size=8)

@@ -44,7 +44,34 @@ def _empty_names(pod: PodResources) -> list[Finding]:
     return found
 
 
+def _any_assigned_twice(pods: Sequence[PodResources]) -> bool:
+    """Whether :func:`_assigned_twice` finds anything, answered with set operations alone: a
+    clean List (the usual one) then builds no owner texts (issue #27: the simulator's agents
+    check a List per cycle, 3.6 % of a reserve run was this check's texts and sorts)."""
+    cpu_taken: set[int] = set()
+    device_taken: set[tuple[str, str]] = set()
+    for pod in pods:
+        in_pod: set[int] = set()
+        for container in pod.containers:
+            if not in_pod.isdisjoint(container.cpu_ids):
+                return True
+            in_pod.update(container.cpu_ids)
+            mine = {(d.resource_name, i) for d in container.devices for i in d.device_ids}
+            if not device_taken.isdisjoint(mine):
+                return True
+            device_taken |= mine
+        pod_cpus = pod.cpu_ids | in_pod  # as below: other pods' CPUs only
+        if not cpu_taken.isdisjoint(pod_cpus):
+            return True
+        cpu_taken |= pod_cpus
+    return False
+
+
 def _assigned_twice(pods: Sequence[PodResources]) -> list[Finding]:
+    return _assigned_twice_findings(pods) if _any_assigned_twice(pods) else []
+
+
+def _assigned_twice_findings(pods: Sequence[PodResources]) -> list[Finding]:
     found = []
     cpu_owner: dict[int, str] = {}
     device_owner: dict[tuple[str, str], str] = {}

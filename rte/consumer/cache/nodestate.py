@@ -21,7 +21,7 @@ from rte.consumer.cache.resync import Comparison
 from rte.consumer.config import LoadAwareConfig
 from rte.consumer.lowerbound import mark_lower_bound
 from rte.consumer.numaview import NumaView, build_view
-from rte.consumer.placement import NodePlacement
+from rte.consumer.placement import NodePlacement, PinnedMemo
 from rte.consumer.tmconfig import tm_config_from
 from rte.model.pod import Pod, PodKey
 from rte.model.quantity import Amount, quantity_text
@@ -70,6 +70,8 @@ class NodeState:
     """Reconcile.HISTORY: the last live spec of pods that ended lately (at most
     :data:`ENDED_LIMIT`): an NRT adopted later may still count them, and decoding its
     numaplacement needs every counted pod's containers (:mod:`rte.consumer.placement`)."""
+    pinned: PinnedMemo | None = None
+    """The pinned containers of the pods the last decoded NRT counted (:mod:`rte.consumer.placement`)."""
     placement: NodePlacement | None = None
     """The numaplacement of the adopted NRT as decoded (its ``outcome`` says whether it was);
     None before the first verified adoption."""

@@ -227,7 +227,11 @@ def _decode_placement(st: NodeState, topology: NodeTopology, accounted: set[PodK
         if pod is None:
             return NodePlacement(Outcome.MISMATCH, detail=f"no spec of {key[0]}/{key[1]}")
         pods.append(pod)
-    return decode_node_placement(topology, pods)
+    memo = st.pinned if st.pinned is not None else {}
+    decoded = decode_node_placement(topology, pods, memo)
+    # Kept for the next NRT of this node, only for the pods this one counts (the rest ended).
+    st.pinned = memo if len(memo) <= len(pods) else {k: v for k, v in memo.items() if k in accounted}
+    return decoded
 
 
 def kept_reservations(

@@ -26,7 +26,7 @@ from rte.consumer.filter import filter_node
 from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, put_at, refusal_reason
 from rte.consumer.kernel.scorerows import score_rows
 from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
-from rte.consumer.kernel.zonescore import pairs_at
+from rte.consumer.kernel.zonescore import flat_at
 from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
 from rte.consumer.requests import PreparedPod, kubelet_units
 from rte.consumer.score import ScoringStrategy
@@ -164,13 +164,18 @@ class Filtered:
     usable: Bools
     scalar: Bools
     """The rows the scalar path decided."""
+    flat: Ints | None = None
+    """:func:`~.zonescore.flat_at` of every row at :attr:`position` when the kernel placed every
+    row (Score reads its zones there), for a table :attr:`flat_width` wide; else None."""
+    flat_width: int = 0
 
     @property
     def scalar_rows(self) -> int:
         return int(self.scalar.sum())
 
     def frozen(self) -> Filtered:
-        for array in (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar):
+        arrays = (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar)
+        for array in (*arrays, *(() if self.flat is None else (self.flat,))):
             array.flags.writeable = False  # shared by every decision the entry answers
         return self
 
@@ -197,7 +202,7 @@ def filter_rows(
     """Filter's half of :func:`decide`, computed (no memo)."""
     if rows is None:
         selection: Selection = slice(0, table.size)
-        chosen = np.arange(table.size, dtype=np.int64)
+        chosen = _all_rows(table.size)
     else:
         chosen = np.asarray(rows, dtype=np.int64)
         selection = chosen
@@ -208,6 +213,7 @@ def filter_rows(
     numa = np.full(count, -1, np.int64)
     position = np.full(count, -1, np.int64)
     scalar = np.zeros(count, np.bool_)
+    flat: Ints | None = None
     fresh = pick(table.fresh, selection)
     usable = fresh & pick(table.has_view, selection)
     if prep.no_alignment_needed:
@@ -235,7 +241,11 @@ def filter_rows(
                     state.apply(outcome, None if everything else np.flatnonzero(live), True)
                 else:
                     state.apply(outcome, where, False)
-    for k in np.flatnonzero(scalar).tolist():
+            flat = state.flat
+            fits, codes, numa = state.fits, state.codes, state.numa
+            position, scalar = state.position, state.scalar
+    left = bool(scalar.any())  # usually nothing: no index list to make
+    for k in np.flatnonzero(scalar).tolist() if left else ():
         view = table.views[int(chosen[k])]
         if prep.reference:
             result = filter_node(prep, view, _allocatable_of(table, chosen, allocatable, k))
@@ -245,7 +255,24 @@ def filter_rows(
         fits[k] = result.fits
         codes[k] = texts.code(result.reason)
         numa[k] = -1 if result.numa_id is None else result.numa_id
-    return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar)
+    if left:
+        flat = None
+    return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar, flat, table.width)
+
+
+_ALL_ROWS: list[Ints] = [np.arange(0, dtype=np.int64)]
+"""The last whole-table row list made (read-only), for the next decision on a table that size."""
+
+
+def _all_rows(size: int) -> Ints:
+    """``0 .. size-1``, shared between decisions: every whole-table decision names its rows
+    with it, and a fresh one per decision was, with its page faults, 1-2 % of one."""
+    rows = _ALL_ROWS[0]
+    if len(rows) != size:
+        rows = np.arange(size, dtype=np.int64)
+        rows.flags.writeable = False
+        _ALL_ROWS[0] = rows
+    return rows
 
 
 def _allocatable_of(
@@ -316,6 +343,8 @@ class _State:
     ) -> None:
         self.table, self.chosen, self.texts = table, chosen, texts
         self.fits, self.codes, self.numa, self.position, self.scalar = fits, codes, numa, position, scalar
+        self.flat: Ints | None = None
+        """The flat (row, zone) positions, when one outcome placed the pod on every chosen row."""
 
     def apply(self, outcome: GroupOutcome, where: Ints | None, whole: bool) -> None:
         """Copy ``outcome`` to the selected positions ``where`` (None: all of them; the outcome
@@ -337,7 +366,10 @@ class _State:
         everywhere = bool(placed.all())
         if everywhere or placed.any():
             # -1 (no zone) where not placed; the lookup's last slot answers -1 with -1.
-            numa = pairs_at(self.table.ids, rows, position if everywhere else np.maximum(position, 0))
+            flat = flat_at(self.table, rows, position if everywhere else np.maximum(position, 0))
+            numa = self.table.ids.take(flat)
+            if everywhere and where is None:
+                self.flat = flat  # Score's zones too
             if not everywhere:
                 numa[~placed] = -1
             lookup = np.full(int(numa.max()) + 2, -1, np.int64)
@@ -360,12 +392,15 @@ class _State:
                 code = self.texts.code(refusal_reason(outcome.entries, pattern))
                 codes[k[refusals == pattern]] = code
         scalar = ~(fits | refused)
-        at: slice | Ints = slice(None) if where is None else where
-        self.fits[at] = fits
-        self.position[at] = position  # -1 where not placed
-        self.numa[at] = numa
-        self.codes[at] = codes
-        self.scalar[at] = scalar
+        if where is None:  # the outcome covers every position: its arrays are the verdicts
+            # (copying them into the defaults cost more than making them: fresh pages)
+            self.fits, self.position, self.numa, self.codes, self.scalar = fits, position, numa, codes, scalar
+            return
+        self.fits[where] = fits
+        self.position[where] = position  # -1 where not placed
+        self.numa[where] = numa
+        self.codes[where] = codes
+        self.scalar[where] = scalar
 
 
 def scored_after(
@@ -373,4 +408,5 @@ def scored_after(
 ) -> Ints:
     """Score after Filter's half ``f`` (where it passed, or everywhere with ``score_failed``)."""
     target = np.ones(len(f.chosen), np.bool_) if score_failed else f.fits
-    return score_rows(prep, strategy, table, f.chosen, target, f.usable, f.position)
+    flat = f.flat if f.flat_width == table.width else None
+    return score_rows(prep, strategy, table, f.chosen, target, f.usable, f.position, flat)

@@ -137,10 +137,8 @@ def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionU
         nothing = (zone_count >= 1) & (policy >= 0)
         for name in devices:
             nothing &= ~has_topology(table, name, selection, rows)
-    position = np.full(rows, -1, np.int64)
-    refused = np.zeros(rows, np.bool_)
     if len(units) != 1 or units[0].shared_pool_error or len(units[0].parts) > 1:
-        return GroupOutcome(position, nothing, refused, None, ())
+        return GroupOutcome(np.full(rows, -1, np.int64), nothing, np.zeros(rows, np.bool_), None, ())
     outcome = _single_unit(table, selection, rows, units[0], policy)
     if devices is None:  # nothing admitted without alignment: the unit's outcome stands
         return outcome
@@ -162,9 +160,10 @@ Entry = tuple[str, int, Bools | None, Bools | None]
 def _single_unit(
     table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
 ) -> GroupOutcome:
-    eligible = pick(table.single_unit, selection).copy()  # exact, no memory groups, the policies
+    eligible = pick(table.single_unit, selection)  # exact, no memory groups, the policies
     cpus, memory_items = unit.cpus, unit.memory_items
-    hinted = np.full(rows, bool(cpus or memory_items))
+    # None: every row (the CPU or memory manager hints); else the rows some device hints on.
+    hinted: Bools | None = None if cpus or memory_items else np.zeros(rows, np.bool_)
     entries: list[Entry] = []
     fit: Bools | None = None
     if cpus:
@@ -180,7 +179,8 @@ def _single_unit(
         fit = memory if fit is None else fit & memory
     for resource, amount in unit.device_items:
         topology = has_topology(table, resource, selection, rows)
-        hinted |= topology
+        if hinted is not None:
+            hinted |= topology
         holds: Bools | None = None
         if amount:
             holds = available(table, resource, selection, rows) >= amount
@@ -190,7 +190,8 @@ def _single_unit(
     if fit is None:
         fit = pick(table.ids, selection) >= 0
     any_fit = rows_any(fit)
-    eligible &= hinted
+    if hinted is not None:
+        eligible = eligible & hinted  # a new array: ``eligible`` may be the table's own column
     success = eligible & any_fit
     threads = pick(table.smt_threads, selection)
     if cpus and threads.any():

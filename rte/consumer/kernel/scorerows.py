@@ -33,27 +33,24 @@ def score_rows(
     target: Bools,
     usable: Bools,
     position: Ints,
+    flat: Ints | None = None,
 ) -> Ints:
-    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does."""
+    """Score on the ``target`` rows (-1 elsewhere), as :class:`~rte.consumer.score.Scorer` does.
+
+    ``flat``: Filter's :func:`~.zonescore.flat_at` of every chosen row at ``position``, when it
+    made them for this table's width (saves computing them again)."""
     scores = np.full(len(chosen), -1, np.int64)
     if not prep.guaranteed:
         scores[target] = MAX_SCORE  # the scorer's constant: only Guaranteed pods are ranked
         return scores
-    kernel = target & usable
-    kernel &= position >= 0
-    rest = target & usable
-    rest ^= kernel
-    if not usable.all():
-        scores[target & ~usable] = MIN_SCORE
-    if kernel.all():  # the usual whole-table case: every row placed by the kernel, nothing gathered
-        where: Ints | None = None
-        rows, at = chosen, flat_at(table, chosen, position)
-    elif kernel.any():
-        where = np.flatnonzero(kernel)
-        rows = chosen.take(where)
-        at = flat_at(table, rows, position.take(where))
+    where: Ints | None = None
+    rest: Bools | None = None  # the rows left to the scalar Scorer (None: none)
+    if flat is not None and target.all():
+        # Filter made ``flat`` only when it placed every chosen row (each usable, each placed):
+        # the usual whole-table case, where no mask is needed.
+        rows, at = chosen, flat
     else:
-        where, rows, at = None, chosen[:0], position[:0]
+        rows, at, where, rest = _kernel_rows(table, chosen, target, usable, position, scores)
     if len(rows):
         pod_scope = table.pod_scope.take(rows)
         containers = prep.init + prep.app
@@ -69,18 +66,46 @@ def score_rows(
             positions: Ints | slice
             if part is None:
                 values, undecided = _zone_scores(strategy, table, rows, at, req)
+                if where is None and rest is None and not undecided.any():  # every row, as usual
+                    return values if values.base is None else values.copy()  # callers weigh them
                 positions = slice(None) if where is None else where
             else:
                 values, undecided = _zone_scores(strategy, table, rows[part], at[part], req)
                 positions = np.flatnonzero(part) if where is None else where[part]
             scores[positions] = values
             if undecided.any():
+                if rest is None:
+                    rest = np.zeros(len(scores), np.bool_)
                 rest[np.arange(len(scores))[positions][undecided]] = True
-    if rest.any():
+    if rest is not None and rest.any():
         scorer = Scorer(prep, strategy)
         for k in np.flatnonzero(rest).tolist():
             scores[k] = scorer(table.views[int(chosen[k])])
     return scores
+
+
+def _kernel_rows(
+    table: NodeTable, chosen: Ints, target: Bools, usable: Bools, position: Ints, scores: Ints
+) -> tuple[Ints, Ints, Ints | None, Bools]:
+    """(rows, flat positions, their positions in ``chosen`` (None: all), the rows left to the
+    scalar Scorer) of the ``target`` rows the kernel scores; rows without a view score
+    MIN_SCORE in ``scores``."""
+    kernel = target & usable
+    kernel &= position >= 0
+    rest = target & usable
+    rest ^= kernel
+    if not usable.all():
+        scores[target & ~usable] = MIN_SCORE
+    where: Ints | None = None
+    if kernel.all():  # every row placed by the kernel, nothing gathered
+        rows, at = chosen, flat_at(table, chosen, position)
+    elif kernel.any():
+        where = np.flatnonzero(kernel)
+        rows = chosen.take(where)
+        at = flat_at(table, rows, position.take(where))
+    else:
+        rows, at = chosen[:0], position[:0]
+    return rows, at, where, rest
 
 
 def _zone_scores(
