@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
+
+from tests.helpers.in_pod import run_in_pod
 
 _PROBE = """
 import sys
@@ -80,16 +81,8 @@ print(utils.retry is kubernetes.utils.retry, utils.create_from_yaml.__name__, ut
 
 
 def test_the_in_cluster_configuration_loads_without_the_kubeconfig_machinery(tmp_path: Path) -> None:
-    (tmp_path / "token").write_text("t0ken\n")
-    (tmp_path / "ca.crt").write_text("not checked until a request\n")
-    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    run = subprocess.run(
-        [sys.executable, "-c", _IN_CLUSTER, str(tmp_path / "token"), str(tmp_path / "ca.crt")],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
+    run = run_in_pod(tmp_path, _IN_CLUSTER, token="t0ken\n")
+    assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n")[:4] == [
         "https://10.96.0.1:443",
         "[]",

@@ -8,7 +8,6 @@ it sends go through the apiserver double.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from rte.model.nrt import GROUP, PLURAL, VERSION
 from rte.runtime.kubeclient import load_api_client, raw_json_request, raw_list_call
 from rte.runtime.restclient import LeanApiClient, generated_api_client
 from rte.testing.apiserver import FakeApiServer
+from tests.helpers.in_pod import run_in_pod
 
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 
@@ -141,15 +141,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "requests
 def test_in_a_pod_the_lean_client_sends_the_service_accounts_token(tmp_path: Path) -> None:
     # The deployed path: load_incluster_config's host, CA and token (with its refresh hook, which
     # Configuration.auth_settings() calls) serve the lean client as they serve ApiClient.
-    (tmp_path / "token").write_text("t0ken")
-    (tmp_path / "ca.crt").write_text("not checked until a request\n")
-    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    run = subprocess.run(
-        [sys.executable, "-c", _IN_CLUSTER, str(tmp_path / "token"), str(tmp_path / "ca.crt")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    run = run_in_pod(tmp_path, _IN_CLUSTER)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n")[:2] == [
         "https://10.96.0.1:443/api/v1/pods?watch=true bearer t0ken rte-agent/t",  # the client's spelling
