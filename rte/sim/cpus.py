@@ -25,7 +25,8 @@ the hint's CPUs are those of its sockets (``getAlignedCPUs``).
 With the CPU manager option ``distribute-cpus-across-numa`` each of the two takes runs
 ``takeByTopologyNUMADistributed`` instead (:func:`take_distributed`): how many CPUs each NUMA node
 gives is the admission model's own search (:func:`rte.model.admission.distribute.distributed_in_order`)
-in the NUMA-first order (free CPUs, then id); each node's even share is then taken packed from that
+in the kubelet's NUMA order (free CPUs, then id; socket by socket when sockets hold several NUMA
+nodes, ``socketsFirst``); each node's even share is then taken packed from that
 node, and each group of the remainder packed from it again, as the kubelet does.
 """
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from rte.model.admission.distribute import distributed_in_order
+from rte.model.admission.distribute import distributed_in_order, kubelet_numa_order
 from rte.sim.sockets import Layout, sockets_first, zones_of_sockets
 
 
@@ -121,6 +122,19 @@ def take_packed(topology: CpuTopology, available: Collection[int], count: int) -
     return None  # unreachable: enough CPUs were available
 
 
+def _numa_order(topology: CpuTopology, free: Mapping[int, int]) -> list[int]:
+    """``sortAvailableNUMANodes`` over the zones with free CPUs: by free CPUs then id when every
+    zone has its own socket (``numaFirst``), else socket by socket (``socketsFirst``), with the
+    admission model's own ordering so that the two cannot drift apart."""
+    if topology.socket_of is None:
+        return sorted(free, key=lambda zone: (free[zone], zone))
+    positions = range(max(topology.zone_size) + 1)
+    free_row = [free.get(z, 0) for z in positions]
+    sockets = [topology.socket_of.get(z, z) for z in positions]
+    numa_first = len(set(topology.socket_of.values())) >= len(topology.zone_size)
+    return kubelet_numa_order(free_row, sorted(free), sockets, numa_first)
+
+
 def take_distributed(topology: CpuTopology, available: Collection[int], count: int) -> list[int] | None:
     """``count`` CPUs of ``available`` as ``takeByTopologyNUMADistributed`` (group size 1: the
     simulated kubelet runs without ``full-pcpus-only``) picks them; None when fewer are available."""
@@ -132,7 +146,7 @@ def take_distributed(topology: CpuTopology, available: Collection[int], count: i
     for cpu in available:
         by_zone.setdefault(topology.zone_of[cpu], []).append(cpu)
     free = {zone: len(cpus) for zone, cpus in by_zone.items()}
-    order = sorted(free, key=lambda zone: (free[zone], zone))  # numaFirst.sortAvailableNUMANodes
+    order = _numa_order(topology, free)
     machine_cpus = sum(topology.zone_size.values())
     takes = distributed_in_order(free, order, count, 1, machine_cpus, len(topology.zone_size))
     if takes is None:

@@ -6,10 +6,11 @@ them (zone 0: cores 0-3 are CPUs 0/8, 1/9, 2/10, 3/11; zone 1: 4/12, 5/13, 6/14,
 
 from collections.abc import Mapping
 
+from rte.model.admission.distribute import distributed_takes
 from rte.model.pod import QOS_GUARANTEED, Container, Pod
 from rte.sim.cluster import build_nodes
 from rte.sim.config import SimConfig
-from rte.sim.cpus import allocate_cpus, take_distributed, take_packed
+from rte.sim.cpus import CpuTopology, allocate_cpus, take_distributed, take_packed
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import GiB, parse_node_shapes
@@ -157,3 +158,25 @@ def test_the_simulated_kubelet_and_its_agent_take_the_option_from_the_config() -
     ]
     plain = build_nodes(SimConfig(nodes=1, pods=0, shapes="2x8c2t-16Gi"))
     assert not plain.kubelets[0].node_resources().facts.distribute_cpus_across_numa
+
+
+def test_distribute_cpus_across_numa_orders_numa_nodes_socket_by_socket_when_sockets_hold_several() -> None:
+    """Two NUMA nodes per socket (``socketsFirst`` in ``cpu_assignment.go``: NumSockets <
+    NumNUMANodes): ``sortAvailableNUMANodes`` takes sockets by their free CPUs, so with zones 0-2
+    free (socket 0: 8 CPUs, socket 1: 4) the order is 2, 0, 1 and the remainder of 10 CPUs over
+    three zones goes to zone 2, where one socket a zone would give it to zone 0. The admission
+    model, reading the same socket map, predicts the same split."""
+    zone_of = {cpu: cpu // 4 for cpu in range(16)}
+    per_zone = {z: 4 for z in range(4)}
+    sockets = {0: 0, 1: 0, 2: 1, 3: 1}
+
+    def split(socket_of: Mapping[int, int] | None) -> list[int]:
+        topology = CpuTopology(zone_of, {c: c for c in range(16)}, per_zone, 1, socket_of)
+        taken = take_distributed(topology, set(range(12)), 10)
+        assert taken is not None
+        return [sum(1 for c in taken if zone_of[c] == z) for z in range(4)]
+
+    assert split(None) == [4, 3, 3, 0]
+    assert split(sockets) == [3, 3, 4, 0]
+    model = distributed_takes([4, 4, 4, 0], [4, 4, 4, 4], 0b0111, 10, 1, [0, 0, 1, 1])
+    assert model == [(3, 3, 4, 0)]

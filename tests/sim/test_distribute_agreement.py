@@ -36,6 +36,10 @@ CASES = {
     "2x16c-64Gi": "40%:20c-40Gi,20%:24c-36Gi,10%:18c-34Gi+sidecar2c-1Gi,15%:3c-1Gi,15%:2x2c-2Gi",
     "3x8c-48Gi": "30%:10c-20Gi,20%:12c-18Gi,15%:2x5c-9Gi,15%:3c-1Gi,20%:2x2c-4Gi",
     "4x6c2t-48Gi": "30%:8c-14Gi,20%:10c-20Gi,15%:16c-30Gi,20%:2c-1Gi,15%:4c-2Gi",
+    # Two NUMA zones per socket (SNC2 / NPS2): the kubelet orders NUMA nodes socket by socket
+    # (``socketsFirst``), which decides ties; the model reads the order from the socket map.
+    "4x6c2t2s-48Gi": "30%:8c-14Gi,20%:10c-20Gi,15%:16c-30Gi,20%:2c-1Gi,15%:4c-2Gi",
+    "4x8c2s-64Gi": "25%:10c-20Gi,20%:12c-24Gi,15%:2x5c-9Gi,20%:3c-1Gi,20%:2x2c-4Gi",
 }
 
 
