@@ -255,3 +255,64 @@ def test_the_agents_token_reads_no_pod_and_it_watches_its_pods_as_its_node(overl
 
     settings = load_settings(env={**env, "NODE_NAME": "worker-1"}, flags={})
     assert settings.pod_watch and settings.pod_watch_as_node
+
+
+# -- the heartbeat Lease, off by default (least privilege) ---------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_overlay_grants_the_agents_leases_by_default(overlay: str) -> None:
+    """Freshness comes from the agent pods' readiness: no agent may write a Lease, and the
+    extender reads none, unless the lease components are added."""
+    docs = rendered(overlay)
+    for doc in docs:
+        if doc["kind"] in ("Role", "ClusterRole") and doc["metadata"].get("namespace") != "rte-scheduler":
+            assert all("leases" not in rule["resources"] for rule in doc.get("rules", [])), doc["metadata"]
+    daemonset = find(docs, "DaemonSet", "rte-agent")
+    (agent,) = [c for c in daemonset["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
+    assert "RTE_LEASE_DURATION" not in {e["name"] for e in agent["env"]}
+
+
+def test_the_lease_components_turn_the_heartbeat_lease_on_with_its_rights(tmp_path: Path) -> None:
+    """An overlay of the scheduler install plus components/agent-lease and
+    components/extender-lease: the agents renew their Lease (a setting the agent accepts), may
+    write Leases in namespace rte only, and the extender reads them as its heartbeat source."""
+    from rte.agent.settings import load_settings
+    from rte.cli import extender_cmd
+    from rte.commands.options import setting_flags
+    from rte.consumer.agentpods import HeartbeatSource
+    from rte.extender.settings import EXTENDER_SCHEMA, extender_settings
+
+    tree = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, tree, symlinks=True)
+    overlay = tree / "overlays" / "lease"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+        "kind: Kustomization\n"
+        "resources:\n- ../scheduler\n"
+        "components:\n- ../../components/agent-lease\n- ../../components/extender-lease\n"
+    )
+    docs = render(overlay)
+    out = tmp_path / "lease.yaml"
+    out.write_text(yaml.safe_dump_all(docs))
+    assert _check_manifests.problems(out, [_check_manifests.OLDEST, "1.37.0"]) == []
+    agent_role = find(docs, "Role", "rte-agent-heartbeat")
+    assert agent_role["metadata"]["namespace"] == "rte"
+    assert find(docs, "RoleBinding", "rte-agent-heartbeat")["subjects"] == [
+        {"kind": "ServiceAccount", "name": "rte-agent", "namespace": "rte"}
+    ]
+    reader = find(docs, "Role", "rte-extender-heartbeats")
+    assert reader["metadata"]["namespace"] == "rte"
+    assert reader["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}
+    ]
+    daemonset = find(docs, "DaemonSet", "rte-agent")
+    (agent,) = [c for c in daemonset["spec"]["template"]["spec"]["containers"] if c["name"] == "agent"]
+    env = {e["name"]: e["value"] for e in agent["env"] if "value" in e}
+    assert load_settings(env={**env, "NODE_NAME": "worker-1"}, flags={}).lease_duration == 40.0
+    deployment = find(docs, "Deployment", "rte-extender")
+    (extender,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "extender"]
+    args = [a.replace("$(POD_IP)", "10.0.0.7") for a in extender["args"]]
+    flags = setting_flags(EXTENDER_SCHEMA, extender_cmd.make_context("extender", args).params, print)
+    assert extender_settings(**flags).heartbeat_source is HeartbeatSource.LEASE

@@ -191,19 +191,27 @@ def test_the_cluster_role_grants_exactly_what_the_agent_uses() -> None:
     }
 
 
-def test_leases_are_granted_by_a_namespaced_role_only() -> None:
-    role = one("daemonset.yaml", "Role")
+def test_the_agent_gets_no_right_on_leases_unless_its_heartbeat_lease_is_turned_on() -> None:
+    """The default freshness signal is the agent pod's readiness: the base grants nothing on
+    Leases. deploy/components/agent-lease, which turns the Lease on, grants it in namespace rte
+    only (a Role), and just what renewing needs."""
+    assert all(obj["kind"] not in ("Role", "RoleBinding") for obj in objects("daemonset.yaml"))
+    assert all("leases" not in rule["resources"] for rule in one("daemonset.yaml", "ClusterRole")["rules"])
+    rbac = DEPLOY / "components" / "agent-lease" / "agent-lease-rbac.yaml"
+    component = tuple(d for d in yaml.safe_load_all(rbac.read_text()) if d is not None)
+    (role,) = [d for d in component if d["kind"] == "Role"]
     assert role["metadata"]["namespace"] == "rte"
-    assert rules("Role") == {("coordination.k8s.io", "leases", ("create", "get", "update"), ())}
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
 
 
-def test_both_bindings_name_the_agents_service_account() -> None:
+def test_the_binding_names_the_agents_service_account() -> None:
     account = one("daemonset.yaml", "ServiceAccount")["metadata"]
     assert pod_spec()["serviceAccountName"] == account["name"] == "rte-agent"
-    for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        binding = one("daemonset.yaml", kind)
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rte-agent", "namespace": "rte"}]
-        assert binding["roleRef"]["name"] == one("daemonset.yaml", role_kind)["metadata"]["name"]
+    binding = one("daemonset.yaml", "ClusterRoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rte-agent", "namespace": "rte"}]
+    assert binding["roleRef"]["name"] == one("daemonset.yaml", "ClusterRole")["metadata"]["name"]
 
 
 # -- the CRD and the image ------------------------------------------------------------------------
