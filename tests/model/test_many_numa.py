@@ -159,6 +159,60 @@ def test_the_wide_model_agrees_with_the_complete_one_where_it_decides() -> None:
     assert compared >= 100 and refused >= 5, (compared, refused)
 
 
+def test_the_wide_model_agrees_with_the_complete_one_under_align_by_socket() -> None:
+    """The same comparison with ``align-by-socket`` on two sockets of five zones, where a hint
+    within one socket is preferred at any width up to five, wider than the two widths the wide
+    model lists: wherever the wide model decides (a preferred winner no wider than what it lists,
+    ``admit._decided_by_listed_masks``), it decides as the complete model; with the memory
+    manager's hints as a second resource in half the cases."""
+    rng = random.Random(2311)
+    sockets = tuple((z, frozenset({z // 5})) for z in range(10))
+    cases = []
+    for _ in range(300):
+        free = [rng.choice([0, 1, 2, 4]) for _ in range(10)]
+        memory = [rng.choice([2, 4, 8]) * GI for _ in range(10)]
+        static = rng.random() < 0.5
+        containers = [
+            {"cpu": str(rng.randint(1, 10)), "memory": f"{rng.randint(1, 8)}Gi"}
+            for _ in range(rng.randint(1, 2))
+        ]
+        cases.append((free, memory, static, _pod(*containers)))
+
+    def node(free: list[int], memory: list[int], static: bool) -> NodeResources:
+        zones = [
+            (i, {"cpu": (4, 4, f), "memory": (m, m, m)})
+            for i, (f, m) in enumerate(zip(free, memory, strict=True))
+        ]
+        facts = NodeFacts(
+            policy="restricted",
+            max_numa_nodes=10,
+            align_by_socket=True,
+            numa_sockets=sockets,
+            memory_manager_static=static,
+        )
+        return node_resources(zones, facts)
+
+    saved = masks.MAX_ENUMERATED_ZONES, masks.WIDE_MASK_BUDGET
+    _listing_few(6, 60)
+    try:
+        wide = [_admit(node(f, m, s), p) for f, m, s, p in cases]
+    finally:
+        _listing_few(*saved)
+    compared = refused = 0
+    for (f, m, s, p), (admitted, reason, ids) in zip(cases, wide, strict=True):
+        verdict = admit_pod(node(f, m, s), pod_admission_units(p, node(f, m, s).facts))
+        if "more than rte enumerates" in reason:
+            refused += 1
+            continue
+        assert (admitted, ids) == (verdict.admitted, [u.numa_ids for u in verdict.units]), (
+            reason,
+            verdict.reason,
+        )
+        compared += 1
+    # Before the listed winner counted as decisive, every case here was refused (0 compared).
+    assert compared >= 100 and refused >= 5, (compared, refused)
+
+
 def test_unhealthy_devices_an_nrt_cannot_carry_make_restricted_admit_what_the_kubelet_refuses() -> None:
     """devicemanager ``topology_hints.go`` ``generateDeviceTopologyHints`` counts every device,
     unhealthy ones included (``m.allDevices``), toward ``minAffinitySize``; podresources lists

@@ -155,3 +155,36 @@ def test_what_cores_decide_stays_unknown() -> None:
     assert packed_takes(list(node.cpu_available), node.cpu_capacity, 0b0011, 4, layout, 2) is None
     # Less than a core's worth goes to the first zone of the order: zone 1 (fewest free).
     assert packed_takes(list(node.cpu_available), node.cpu_capacity, 0b0011, 1, layout, 2) == {1: 1}
+
+
+def _wide_node(free: tuple[int, ...]) -> NodeResources:
+    """24 NUMA zones of 4 CPUs on two sockets (12 a socket, as AMD's L3-as-NUMA gives), with
+    ``align-by-socket``: a 3-CPU hint is socket-aligned at any width up to 12 zones, beyond the
+    4 zones the model lists every mask of on 24 zones."""
+    sockets = ";".join(f"{z}={z // 12}" for z in range(24))
+    attrs = {
+        "cpuManagerThreadsPerCore": "1",
+        "memoryManagerPolicy": "None",
+        "cpuManagerOptionAlignBySocket": "true",
+        "cpuManagerNUMASockets": sockets,
+    }
+    facts = facts_from_attributes(attrs, policy="restricted", scope="container", max_numa_nodes=24)
+    return node_resources([(i, {"cpu": (4, 4, f)}) for i, f in enumerate(free)], facts)
+
+
+def test_many_zones_a_socket_admit_where_a_listed_preferred_mask_wins() -> None:
+    """The merge takes the narrowest preferred mask, and a merged mask is preferred only where
+    every resource prefers it: the unlisted aligned masks (5 to 12 zones) can only be wider than
+    a listed winner of at most 4 zones, so the kubelet picks that winner too. Before, every
+    exclusive-CPU pod on such a node was refused as "would span more than 4 of 24 NUMA zones"."""
+    assert _admit(_wide_node((4,) * 24), 3) == (True, [(0,)])
+    assert _admit(_wide_node((2, 2) + (0,) * 22), 3) == (True, [(0, 1)])
+    assert _admit(_wide_node((0,) * 12 + (1, 1, 1) + (0,) * 9), 3) == (True, [(12, 13, 14)])
+
+
+def test_many_zones_a_socket_still_refuse_where_only_an_unlisted_mask_could_win() -> None:
+    """6 CPUs from six zones of socket 0 with one free each: the kubelet would prefer the
+    6-zone mask (one socket), which the model does not list on 24 zones; it refuses rather than
+    guess (never admitting what the kubelet refuses)."""
+    admitted, _ = _admit(_wide_node((1,) * 6 + (0,) * 18), 6)
+    assert not admitted

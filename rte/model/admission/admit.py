@@ -115,8 +115,15 @@ def admit_pod(
             reason = f"{TOPOLOGY_AFFINITY_ERROR}: {unit.shared_pool_error}"
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR)
         hints = unit_hints(working, unit, single_only=facts.policy == POLICY_SINGLE_NUMA_NODE)
+        merged = merge_hints(
+            hints,
+            facts.policy,
+            node.all_zones,
+            prefer_closest=facts.prefer_closest_numa,
+            distances=node.distances,
+        )
         beyond = [h.resource for h in hints if h.beyond]
-        if beyond:
+        if beyond and not _decided_by_listed_masks(merged.mask, merged.preferred, len(node.ids)):
             # Refused rather than guessed: the kubelet's preferred masks are wider than the model
             # lists on this many zones (masks.candidate_masks), so its verdict is unknown.
             reason = (
@@ -125,13 +132,6 @@ def admit_pod(
                 " enumerates"
             )
             return Admission(False, reason, TOPOLOGY_AFFINITY_ERROR, tuple(done))
-        merged = merge_hints(
-            hints,
-            facts.policy,
-            node.all_zones,
-            prefer_closest=facts.prefer_closest_numa,
-            distances=node.distances,
-        )
         if not merged.admit:
             best = node.all_zones if merged.mask is None else merged.mask
             reason = policy_reason(facts.policy, unit, hints, best, node.ids, named)
@@ -151,6 +151,19 @@ def admit_pod(
     masks = dict(zip((u.name for u in done), admitted.unit_masks(node.all_zones), strict=True))
     pod_scope = bool(units) and units[0].kind == KIND_POD
     return Admission(True, success_reason(masks, node.ids, pod_scope), "", tuple(done))
+
+
+def _decided_by_listed_masks(mask: int | None, preferred: bool, zones: int) -> bool:
+    """Whether the merge over the listed masks is the kubelet's although some resource's
+    preferred masks were not all listed. Every unlisted mask is wider than
+    :func:`~.masks.enumerated_width` of the resource's zones (at least that of all ``zones``),
+    and a merged hint is preferred only where every resource prefers that very mask
+    (``mergePermutation``). So the kubelet's preferred merged masks are the listed ones plus
+    masks wider than that width, and the narrowest wins (with ``prefer-closest-numa-nodes``
+    too, width comes first): a preferred winner of at most that width wins in the kubelet
+    as well. This is what keeps ``align-by-socket`` on nodes of many zones per socket usable:
+    a hint within a socket of 12 zones is preferred at any width up to 12."""
+    return preferred and mask is not None and popcount(mask) <= enumerated_width(zones)
 
 
 def _allocate(
