@@ -13,17 +13,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rte.consumer.api import evaluate_table
 from rte.consumer.filter import filter_node
 from rte.consumer.kernel.decide import Verdicts, decide, filter_rows
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.kernel.texts import ReasonTexts
 from rte.consumer.kubelet_filter import fits_zone_reason
 from rte.consumer.numaview import NumaView, build_view
-from rte.consumer.requests import prepare_pod
+from rte.consumer.requests import RecentPods, prepare_pod
 from rte.consumer.score import Scorer, ScoringStrategy
 from rte.model.pod import Container, Pod
 from rte.model.quantity import Amount
 from rte.model.topology import Attribute, NodeTopology, ResourceInfo, Zone
+from rte.model.vocabulary import Compat
 
 GI = 2**30
 
@@ -175,3 +177,35 @@ def test_some_rows_left_to_the_scalar_path_keep_their_own_zone_and_position() ->
     assert filtered.numa.tolist() == [1, 0, 1]
     strategy = ScoringStrategy("MostAllocated", {"cpu": 1, "memory": 1})
     _check(decide(prep, table, None, strategy), views, [0, 1, 2], strategy)
+
+
+def test_a_pod_evaluated_again_is_prepared_once_while_unchanged() -> None:
+    """:class:`RecentPods` (what :func:`rte.consumer.api.evaluate_table` prepares through) hands
+    back the same preparation for the same unchanged pod, and prepares afresh a pod that merely
+    looks the same, one whose requests were changed in place, or one whose memo grew too big."""
+    recent = RecentPods(kept=2, memo_limit=8)
+    pod = _pod(4, 4)
+    first = recent.prepare(pod)
+    assert recent.prepare(pod) is first and recent.hits == 1
+    assert recent.prepare(pod, Compat.REFERENCE) is not first  # another rule set
+    twin = _pod(4, 4)
+    assert recent.prepare(twin) is not first  # equal, but another pod: its own memo
+    assert recent.prepare(pod) is not first  # forgotten: two kept, two newer
+    again = recent.prepare(pod)
+    assert recent.prepare(pod) is again
+    pod.containers[0].requests["cpu"] = 6  # type: ignore[index]  # changed in place
+    changed = recent.prepare(pod)
+    assert changed is not again and changed.app[0].items[0].amount == 6
+    changed.memo.update({("filler", k): k for k in range(9)})
+    assert recent.prepare(pod) is not changed  # a memo over the limit is not kept on
+
+
+def test_evaluate_table_twice_with_one_pod_gives_equal_verdicts() -> None:
+    views = [_view("a", SLOTS), _view("b", SPARSE), _view("c", FULL)]
+    table = NodeTable.of([v.node_name for v in views], views)
+    pod = _pod(4, 4)
+    first, second = evaluate_table(pod, table), evaluate_table(pod, table)
+    assert first.fits.tolist() == second.fits.tolist() == [True, True, False]
+    assert first.reasons() == second.reasons() and first.numa_ids.tolist() == second.numa_ids.tolist()
+    assert first.scores is not None and second.scores is not None
+    assert first.scores.tolist() == second.scores.tolist()
