@@ -48,7 +48,9 @@ def pairs_at(matrix: _Matrix, rows: Ints, zones: Ints) -> _Matrix:
 def flat_at(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
     """The flat positions of the (row, zone) pairs in the table's C-ordered matrices (all of
     them are ``capacity x width``): computed once per decision, then one ``take`` per matrix."""
-    return rows * table.width + zones
+    flat = rows * table.width
+    flat += zones  # in place: one new array, not two
+    return flat
 
 
 def _amounts(table: NodeTable, name: str, at: Ints) -> tuple[Ints, Ints, Bools | None]:
