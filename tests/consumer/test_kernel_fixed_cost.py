@@ -81,6 +81,10 @@ def _check(verdicts: Verdicts, views: list[NumaView], rows: list[int], strategy:
         ([SLOTS, FULL, SLOTS], None),
         ([SPARSE, SLOTS, HIGH, SLOTS], [3, 1]),  # a selection of slot rows from a mixed table
         ([SPARSE, SLOTS, HIGH, SLOTS], [2, 0, 1]),
+        ([FULL, SLOTS, HIGH, SPARSE, SLOTS], [1, 2, 3]),  # an ascending run: read as a slice
+        ([FULL, SLOTS, HIGH, SPARSE, SLOTS], [2, 3, 4]),
+        ([FULL, SLOTS, HIGH, SPARSE, SLOTS], [1, 1, 3]),  # a span of 3 holding 3 rows, not a run
+        ([FULL, SLOTS, HIGH, SPARSE, SLOTS], [3, 2, 4]),
     ],
 )
 def test_zones_and_their_reasons_equal_the_scalar_path(

@@ -192,7 +192,7 @@ def filter_rows(
         chosen = _all_rows(table.size)
     else:
         chosen = np.asarray(rows, dtype=np.int64)
-        selection = chosen
+        selection = _run_of(chosen, table.size)
     count = len(chosen)
     texts = ReasonTexts(zones=table.max_numa_id + 1)  # a zone's code is its NUMA id
     state = VerdictArrays(table, selection, chosen, texts)
@@ -241,6 +241,20 @@ def filter_rows(
             codes[k] = texts.code(result.reason)
             numa[k] = -1 if result.numa_id is None else result.numa_id
     return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar, flat, table.width)
+
+
+def _run_of(chosen: Ints, size: int) -> Selection:
+    """``chosen`` as a slice when it is an ascending run of the table's rows (``a, a+1, ...,
+    b``), else itself: the columns are then read in place instead of gathered (a ``take`` of
+    every ``rows x zones`` matrix the pod reads, 320 KB each at 5000 x 8), as for a whole table."""
+    count = len(chosen)
+    if not count or int(chosen[-1]) - int(chosen[0]) != count - 1:
+        return chosen
+    if int(chosen[0]) < 0 or int(chosen[-1]) >= size:
+        return chosen  # not rows of the table: ``take`` says so
+    if count_true(chosen[1:] <= chosen[:-1]):  # strictly increasing from a to a+n-1: the run
+        return chosen
+    return slice(int(chosen[0]), int(chosen[0]) + count)
 
 
 _ALL_ROWS: list[Ints] = [np.arange(0, dtype=np.int64)]
