@@ -21,7 +21,7 @@ from rte.consumer.cycle import evaluate_nodes
 from rte.consumer.kernel.decide import Verdicts, decide
 from rte.consumer.kernel.table import NodeTable
 from rte.consumer.numaview import NumaView
-from rte.consumer.requests import PreparedPod, prepare_pod
+from rte.consumer.requests import PreparedPod, RecentPods
 from rte.consumer.score import DEFAULT_STRATEGY, Scorer, ScoringStrategy
 from rte.consumer.strategies import DEFAULT_WEIGHTS
 from rte.errors import InputError
@@ -64,10 +64,14 @@ def _strategy(strategy: ScoringStrategy | str, weights: Mapping[str, int] | None
     return strategy if weights is None else ScoringStrategy(strategy.type, dict(weights))
 
 
+_RECENT = RecentPods()
+"""The pods these functions prepared last: the same pod evaluated again is not prepared again."""
+
+
 def _prepared(pod: Pod | PreparedPod, compat: Compat | str) -> PreparedPod:
     if isinstance(pod, PreparedPod):
         return pod
-    return prepare_pod(pod, compat=Compat.parse(compat, "compat"))
+    return _RECENT.prepare(pod, Compat.parse(compat, "compat"))
 
 
 def node_table(nodes: Iterable[NodeCandidate]) -> NodeTable:

@@ -9,6 +9,7 @@ the kubelet's admission (the default) or the reference plugin's decisions.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -223,6 +224,46 @@ class PodShapes:
             request = replace(first.pod_request, name=pod.name)
             prep = replace(first, pod=pod, pod_request=request, memo={_SHAPE_KEY: shape_of(first)})
         self._shapes[key] = first  # most recently used last
+        return prep
+
+
+class RecentPods:
+    """The last few pods prepared, each handed back while it is the same pod unchanged: a
+    library scheduler that evaluates one pod object on several tables, or again after a
+    retry, prepares it (and finds its admission units) once. The pod's requests and admission
+    units were some 20 µs of a 0.28 ms whole-table decision (issue #27).
+
+    A pod counts as unchanged when it is the very object prepared and its :func:`shape_key`
+    is still equal (its containers' request mappings could have been changed in place). What a
+    prepared pod memoises grows with the views the scalar path decided on (each such view is
+    kept by its entry), so one that holds more than ``memo_limit`` entries is prepared afresh.
+    Thread-safe: the entries change under a lock; two threads deciding with one prepared pod
+    at once only add equal entries to its memo.
+    """
+
+    def __init__(self, kept: int = 8, memo_limit: int = 64) -> None:
+        self.kept, self.memo_limit = kept, memo_limit
+        self._pods: dict[tuple[int, Compat], tuple[Hashable, PreparedPod]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def prepare(self, pod: Pod, compat: Compat = Compat.KUBELET) -> PreparedPod:
+        """``prepare_pod(pod, compat=compat)``, or the one made for this pod before."""
+        slot = (id(pod), compat)
+        key = shape_key(pod, compat)
+        entry = self._pods.get(slot)
+        if entry is not None:
+            known, prep = entry
+            if prep.pod is pod and known == key and len(prep.memo) <= self.memo_limit:
+                self.hits += 1
+                return prep
+        prep = prepare_pod(pod, compat=compat)
+        prep.memo[_SHAPE_KEY] = key
+        with self._lock:
+            self._pods.pop(slot, None)
+            while len(self._pods) >= self.kept:
+                del self._pods[next(iter(self._pods))]  # the oldest first
+            self._pods[slot] = (key, prep)  # holds the pod: its id stays its own meanwhile
         return prep
 
 

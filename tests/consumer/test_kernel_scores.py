@@ -60,6 +60,9 @@ def test_zone_scores_equal_the_scalar_arithmetic(seed: int) -> None:
             balanced = balanced_scores(table, at, weighted).tolist()
             most, most_undecided = allocated_scores(table, at, weighted, True)
             least, least_undecided = allocated_scores(table, at, weighted, False)
+        none = np.zeros(len(views), np.bool_)  # undecided None: the kernel rated every row
+        most_undecided = none if most_undecided is None else most_undecided
+        least_undecided = none if least_undecided is None else least_undecided
         for k, node in enumerate(views):
             where = f"seed={seed} request={weighted} zone={node.zone_available[0]}"
             assert balanced[k] == zone_score_at(weighted, node, 0, False, True), where

@@ -23,37 +23,24 @@ from typing import Protocol
 import numpy as np
 
 from rte.consumer.filter import filter_node
-from rte.consumer.kernel.fastpath import GroupOutcome, Selection, decide_group, pick, put_at, refusal_reason
+from rte.consumer.kernel.fastpath import Selection, decide_group, pick, put_at
+from rte.consumer.kernel.rowbits import count_true
 from rte.consumer.kernel.scorerows import score_rows
-from rte.consumer.kernel.table import POLICY_CODES, Bools, Ints, NodeTable
-from rte.consumer.kernel.zonescore import flat_at
-from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, fits_zone_reason, not_allocatable
+from rte.consumer.kernel.table import Bools, Ints, NodeTable
+from rte.consumer.kernel.texts import ReasonTexts
+from rte.consumer.kernel.verdictarrays import VerdictArrays
+from rte.consumer.kubelet_filter import admitted_on, checked_allocatable, not_allocatable
 from rte.consumer.requests import PreparedPod, kubelet_units
 from rte.consumer.score import ScoringStrategy
-from rte.model.admission.reasons import NOTHING_TO_ALIGN, POLICY_NONE_ADMITTED
-from rte.model.topology_manager import POLICY_NONE
-
-_NONE = POLICY_CODES[POLICY_NONE]
-
-
-class _Texts:
-    """Distinct reason texts, each with a code."""
-
-    def __init__(self, items: Sequence[str] = ()) -> None:
-        self.items: list[str] = list(items)
-        self._codes: dict[str, int] = {text: code for code, text in enumerate(self.items)}
-
-    def code(self, text: str) -> int:
-        code = self._codes.get(text)
-        if code is None:
-            code = self._codes[text] = len(self.items)
-            self.items.append(text)
-        return code
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Verdicts:
-    """Filter's verdict (and Score's, when asked) on each selected row, in selection order."""
+    """Filter's verdict (and Score's, when asked) on each selected row, in selection order.
+
+    Each decision has arrays of its own, but Filter's may be read-only and shared within it
+    (where every row fits a zone whose id is its slot, :attr:`numa_ids` is :attr:`reason_codes`):
+    copy one before changing it. :attr:`scores` is always the caller's to change."""
 
     table_names: Sequence[str]
     rows: Ints
@@ -171,7 +158,7 @@ class Filtered:
 
     @property
     def scalar_rows(self) -> int:
-        return int(self.scalar.sum())
+        return count_true(self.scalar)
 
     def frozen(self) -> Filtered:
         arrays = (self.chosen, self.fits, self.codes, self.numa, self.position, self.usable, self.scalar)
@@ -182,7 +169,7 @@ class Filtered:
     def patched(self, at: Ints, sub: Filtered) -> Filtered:
         """This decision with the positions ``at`` decided again (``sub``: a decision on exactly
         those positions' rows), reasons merged into one list of distinct texts."""
-        texts = _Texts(self.texts)
+        texts = ReasonTexts(self.texts)
         remap = np.array([texts.code(t) for t in sub.texts], np.int64)
         codes = put_at(self.codes, at, remap[sub.codes] if len(remap) else sub.codes)
         numa, position = put_at(self.numa, at, sub.numa), put_at(self.position, at, sub.position)
@@ -205,35 +192,33 @@ def filter_rows(
         chosen = _all_rows(table.size)
     else:
         chosen = np.asarray(rows, dtype=np.int64)
-        selection = chosen
+        selection = _run_of(chosen, table.size)
     count = len(chosen)
-    texts = _Texts()
-    fits = np.zeros(count, np.bool_)
-    codes = np.full(count, -1, np.int64)
-    numa = np.full(count, -1, np.int64)
-    position = np.full(count, -1, np.int64)
-    scalar = np.zeros(count, np.bool_)
-    flat: Ints | None = None
+    texts = ReasonTexts(zones=table.max_numa_id + 1)  # a zone's code is its NUMA id
+    state = VerdictArrays(table, selection, chosen, texts)
     fresh = pick(table.fresh, selection)
     usable = fresh & pick(table.has_view, selection)
     if prep.no_alignment_needed:
+        fits, codes, *_ = state.defaults()
         fits[:] = True
         codes[:] = texts.code(filter_node(prep, None).reason)
     else:
-        stale_code = texts.code(filter_node(prep, None, fresh=False).reason)
-        absent_code = texts.code(filter_node(prep, None).reason)
-        if not usable.all():  # the usual table has a fresh view on every row: nothing to mark
-            codes[~fresh] = stale_code
+        if count_true(usable) != count:  # the usual table has a fresh view on every row
+            fits, codes, *_ = state.defaults()
+            codes[~fresh] = texts.code(filter_node(prep, None, fresh=False).reason)
             absent = fresh & ~usable
             fits[absent] = True
-            codes[absent] = absent_code
+            codes[absent] = texts.code(filter_node(prep, None).reason)
         if prep.reference:
-            scalar = usable.copy()  # the reference's own allocatable check words its reasons
+            state.defaults()
+            state.scalar = usable.copy()  # the reference's own allocatable check words its reasons
         else:
-            live = _allocatable_passed(prep, table, chosen, allocatable, usable.copy(), codes, texts)
-            state = _State(table, chosen, fits, codes, numa, position, scalar, texts)
-            everything = bool(live.all()) and len(live) > 0
-            for group, where in _groups(table, selection, live, everything):
+            live = _allocatable_passed(prep, table, selection, allocatable, usable, state)
+            everything = count_true(live) == count and count > 0
+            groups = _groups(table, selection, live, everything)
+            if not everything or len(groups) != 1:  # else one outcome makes every verdict
+                state.defaults()
+            for group, where in groups:
                 units = kubelet_units(prep, table.units_facts[group], table.units_keys[group])
                 sub = selection if where is None else chosen[where]
                 outcome = decide_group(table, sub, units)
@@ -241,23 +226,35 @@ def filter_rows(
                     state.apply(outcome, None if everything else np.flatnonzero(live), True)
                 else:
                     state.apply(outcome, where, False)
-            flat = state.flat
-            fits, codes, numa = state.fits, state.codes, state.numa
-            position, scalar = state.position, state.scalar
-    left = bool(scalar.any())  # usually nothing: no index list to make
-    for k in np.flatnonzero(scalar).tolist() if left else ():
-        view = table.views[int(chosen[k])]
-        if prep.reference:
-            result = filter_node(prep, view, _allocatable_of(table, chosen, allocatable, k))
-        else:
-            assert view is not None  # live rows have a view
-            result = admitted_on(prep, view)
-        fits[k] = result.fits
-        codes[k] = texts.code(result.reason)
-        numa[k] = -1 if result.numa_id is None else result.numa_id
-    if left:
+    fits, codes, numa, position, scalar = state.defaults()  # (made above, unless none were needed)
+    flat = state.flat
+    if count_true(scalar):  # usually none: no index list to make
         flat = None
+        for k in np.flatnonzero(scalar).tolist():
+            view = table.views[int(chosen[k])]
+            if prep.reference:
+                result = filter_node(prep, view, _allocatable_of(table, chosen, allocatable, k))
+            else:
+                assert view is not None  # live rows have a view
+                result = admitted_on(prep, view)
+            fits[k] = result.fits
+            codes[k] = texts.code(result.reason)
+            numa[k] = -1 if result.numa_id is None else result.numa_id
     return Filtered(chosen, fits, codes, texts.items, numa, position, usable, scalar, flat, table.width)
+
+
+def _run_of(chosen: Ints, size: int) -> Selection:
+    """``chosen`` as a slice when it is an ascending run of the table's rows (``a, a+1, ...,
+    b``), else itself: the columns are then read in place instead of gathered (a ``take`` of
+    every ``rows x zones`` matrix the pod reads, 320 KB each at 5000 x 8), as for a whole table."""
+    count = len(chosen)
+    if not count or int(chosen[-1]) - int(chosen[0]) != count - 1:
+        return chosen
+    if int(chosen[0]) < 0 or int(chosen[-1]) >= size:
+        return chosen  # not rows of the table: ``take`` says so
+    if count_true(chosen[1:] <= chosen[:-1]):  # strictly increasing from a to a+n-1: the run
+        return chosen
+    return slice(int(chosen[0]), int(chosen[0]) + count)
 
 
 _ALL_ROWS: list[Ints] = [np.arange(0, dtype=np.int64)]
@@ -284,30 +281,39 @@ def _allocatable_of(
 def _allocatable_passed(
     prep: PreparedPod,
     table: NodeTable,
-    chosen: Ints,
+    selection: Selection,
     allocatable: Sequence[Collection[str] | None] | None,
-    live: Bools,
-    codes: Ints,
-    texts: _Texts,
+    usable: Bools,
+    state: VerdictArrays,
 ) -> Bools:
-    """``live`` without the rows whose Node lacks a requested resource (their reason set), each
-    distinct allocatable collection checked once."""
+    """``usable`` (or a copy, when some are dropped) without the rows whose Node lacks a
+    requested resource (their reason set), each distinct allocatable collection checked once."""
     if not checked_allocatable(prep):
-        return live
+        return usable
+    inverse: Ints | None = None  # None: every row has the one collection
     if allocatable is None:
-        distinct, inverse = np.unique(table.allocatable_code.take(chosen), return_inverse=True)
+        codes = pick(table.allocatable_code, selection)
+        first = int(codes[0]) if len(codes) else -1
+        if count_true(codes != first):  # usually one collection for every node: no sort
+            distinct, inverse = np.unique(codes, return_inverse=True)
+        else:
+            distinct = np.array([first], np.int64)
         sets = table.allocatable_sets
         verdicts = [None if c < 0 else not_allocatable(prep, sets[c]) for c in distinct.tolist()]
     else:
         keys = np.fromiter(map(id, allocatable), np.int64, len(allocatable))
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        given = [allocatable[k] for k in first.tolist()]
+        _, first_at, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        given = [allocatable[k] for k in first_at.tolist()]
         verdicts = [None if names is None else not_allocatable(prep, names) for names in given]
+    live = usable
     for j, missing in enumerate(verdicts):
         if missing is not None:
-            lacking = live & (inverse == j)
+            if live is usable:
+                live = usable.copy()
+            _, codes_out, *_ = state.defaults()
+            lacking = live.copy() if inverse is None else live & (inverse == j)
             live[lacking] = False
-            codes[lacking] = texts.code(missing)
+            codes_out[lacking] = state.texts.code(missing)
     return live
 
 
@@ -317,90 +323,14 @@ def _groups(
     """(units code, selected positions) per group of live rows sharing their admission units;
     positions None for the usual single group, decided over the whole selection at once
     (``everything``: every row is live)."""
-    if not everything and not live.any():
+    if not everything and not count_true(live):
         return []
     codes = pick(table.units_code, selection)
     present = codes if everything else codes[live]
     first = int(present[0])
-    if (present == first).all():
+    if not count_true(present != first):
         return [(first, None)]
     return [(int(c), np.flatnonzero(live & (codes == c))) for c in np.unique(present)]
-
-
-class _State:
-    """The per-row verdict arrays :func:`decide` fills, and how a group's outcome lands in them."""
-
-    def __init__(
-        self,
-        table: NodeTable,
-        chosen: Ints,
-        fits: Bools,
-        codes: Ints,
-        numa: Ints,
-        position: Ints,
-        scalar: Bools,
-        texts: _Texts,
-    ) -> None:
-        self.table, self.chosen, self.texts = table, chosen, texts
-        self.fits, self.codes, self.numa, self.position, self.scalar = fits, codes, numa, position, scalar
-        self.flat: Ints | None = None
-        """The flat (row, zone) positions, when one outcome placed the pod on every chosen row."""
-
-    def apply(self, outcome: GroupOutcome, where: Ints | None, whole: bool) -> None:
-        """Copy ``outcome`` to the selected positions ``where`` (None: all of them; the outcome
-        covers the whole selection when ``whole``, else exactly ``where``).
-
-        The group's verdicts are built as whole arrays over its positions (which hold the
-        defaults: a live row is in one group only) and stored at once; when the group is the
-        whole selection, as it usually is, nothing is gathered or scattered by index."""
-        if where is None or not whole:
-            position, nothing, refused = outcome.position, outcome.nothing, outcome.refused
-            patterns = outcome.patterns
-        else:
-            position, nothing = outcome.position[where], outcome.nothing[where]
-            refused = outcome.refused[where]
-            patterns = None if outcome.patterns is None else outcome.patterns[where]
-        rows = self.chosen if where is None else self.chosen[where]
-        placed = position >= 0
-        fits = placed | nothing
-        everywhere = bool(placed.all())
-        if everywhere or placed.any():
-            # -1 (no zone) where not placed; the lookup's last slot answers -1 with -1.
-            flat = flat_at(self.table, rows, position if everywhere else np.maximum(position, 0))
-            numa = self.table.ids.take(flat)
-            if everywhere and where is None:
-                self.flat = flat  # Score's zones too
-            if not everywhere:
-                numa[~placed] = -1
-            lookup = np.full(int(numa.max()) + 2, -1, np.int64)
-            for numa_id in np.flatnonzero(np.bincount(numa if everywhere else numa[placed])).tolist():
-                lookup[numa_id] = self.texts.code(fits_zone_reason(numa_id))
-            codes = lookup.take(numa)
-        else:
-            numa = np.full(len(rows), -1, np.int64)
-            codes = np.full(len(rows), -1, np.int64)
-        if nothing.any():
-            policy_none = self.table.policy.take(rows[nothing]) == _NONE
-            codes[nothing] = np.where(
-                policy_none, self.texts.code(POLICY_NONE_ADMITTED), self.texts.code(NOTHING_TO_ALIGN)
-            )
-        if refused.any():
-            assert patterns is not None
-            refusals = patterns[refused]
-            k = np.flatnonzero(refused)
-            for pattern in np.unique(refusals).tolist():
-                code = self.texts.code(refusal_reason(outcome.entries, pattern))
-                codes[k[refusals == pattern]] = code
-        scalar = ~(fits | refused)
-        if where is None:  # the outcome covers every position: its arrays are the verdicts
-            # (copying them into the defaults cost more than making them: fresh pages)
-            self.fits, self.position, self.numa, self.codes, self.scalar = fits, position, numa, codes, scalar
-            return
-        self.fits[where] = fits
-        self.position[where] = position  # -1 where not placed
-        self.numa[where] = numa
-        self.codes[where] = codes
-        self.scalar[where] = scalar
 
 
 def scored_after(

@@ -37,7 +37,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from rte.consumer.kernel.rowbits import first_true, rows_any
+from rte.consumer.kernel.rowbits import count_true, first_true, rows_any
 from rte.consumer.kernel.table import ABSENT, POLICY_CODES, Bools, Ints, NodeTable
 from rte.model.admission.reasons import listing, request_text
 from rte.model.admission.units import AdmissionUnit
@@ -112,44 +112,40 @@ class GroupOutcome:
 
     position: Ints
     """The zone slot the single unit fits (the lowest), -1 where not decided as such a fit."""
-    nothing: Bools
-    """Admitted with nothing to align."""
-    refused: Bools
-    """Refused by ``single-numa-node``, with its reason in :attr:`patterns`."""
+    nothing: Bools | None
+    """Admitted with nothing to align (None: no row)."""
+    refused: Bools | None
+    """Refused by ``single-numa-node``, with its reason in :attr:`patterns` (None: no row)."""
     patterns: Ints | None
     entries: tuple[tuple[str, int], ...]
     """(resource, amount) of each resource a refusal pattern speaks of, in the reasons' order."""
-
-    @property
-    def decided(self) -> Bools:
-        return (self.position >= 0) | self.nothing | self.refused
+    placed_all: bool = False
+    """The unit fits some zone of every row (:attr:`position` >= 0 throughout): the usual case,
+    which then needs no mask."""
 
 
 def decide_group(table: NodeTable, selection: Selection, units: tuple[AdmissionUnit, ...]) -> GroupOutcome:
     """The kernel's verdicts on ``selection``, rows whose units are ``units`` (live rows: a fresh
     view, the node-allocatable check passed)."""
     rows = selection_size(table, selection)
-    policy = pick(table.policy, selection)
-    nothing = np.zeros(rows, np.bool_)
+    nothing: Bools | None = None
     devices = nothing_asked(units)
     if devices is not None:
         zone_count = pick(table.zone_count, selection)
-        nothing = (zone_count >= 1) & (policy >= 0)
+        nothing = (zone_count >= 1) & (pick(table.policy, selection) >= 0)
         for name in devices:
             nothing &= ~has_topology(table, name, selection, rows)
+        if not count_true(nothing):
+            nothing = None
     if len(units) != 1 or units[0].shared_pool_error or len(units[0].parts) > 1:
-        return GroupOutcome(np.full(rows, -1, np.int64), nothing, np.zeros(rows, np.bool_), None, ())
-    outcome = _single_unit(table, selection, rows, units[0], policy)
-    if devices is None:  # nothing admitted without alignment: the unit's outcome stands
+        return GroupOutcome(np.full(rows, -1, np.int64), nothing, None, None, ())
+    outcome = _single_unit(table, selection, rows, units[0])
+    if nothing is None:  # nothing admitted without alignment: the unit's outcome stands
         return outcome
     keep = ~nothing
-    return GroupOutcome(
-        np.where(keep, outcome.position, -1),
-        nothing,
-        outcome.refused & keep,
-        outcome.patterns,
-        outcome.entries,
-    )
+    refused = None if outcome.refused is None else outcome.refused & keep
+    position = np.where(keep, outcome.position, -1)
+    return GroupOutcome(position, nothing, refused, outcome.patterns, outcome.entries)
 
 
 Entry = tuple[str, int, Bools | None, Bools | None]
@@ -157,9 +153,7 @@ Entry = tuple[str, int, Bools | None, Bools | None]
 (None: every zone))."""
 
 
-def _single_unit(
-    table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit, policy: Ints
-) -> GroupOutcome:
+def _single_unit(table: NodeTable, selection: Selection, rows: int, unit: AdmissionUnit) -> GroupOutcome:
     eligible = pick(table.single_unit, selection)  # exact, no memory groups, the policies
     cpus, memory_items = unit.cpus, unit.memory_items
     # None: every row (the CPU or memory manager hints); else the rows some device hints on.
@@ -194,24 +188,27 @@ def _single_unit(
         eligible = eligible & hinted  # a new array: ``eligible`` may be the table's own column
     success = eligible & any_fit
     threads = pick(table.smt_threads, selection)
-    if cpus and threads.any():
+    if cpus and np.count_nonzero(threads):  # any(), without its reduction
         physical = pick(table.smt_physical, selection)
         misaligned = (cpus % np.maximum(threads, 1) != 0) | ((physical >= 0) & (cpus > physical))
         success &= ~((threads > 0) & misaligned)  # the scalar path names the SMTAlignmentError
-    position = np.where(success, first_true(fit), -1)
-    refused = eligible & ~any_fit
-    refused &= policy == _SINGLE
-    if memory_items and memory is not None:
-        refused &= rows_any(memory)
+    position = first_true(fit)
+    placed_all = count_true(success) == rows
+    if not placed_all:
+        np.copyto(position, -1, where=~success)
+    refused: Bools | None = None
     patterns = None
-    if refused.any():
-        if len(entries) > MAX_PATTERN_ENTRIES:
-            refused[:] = False
+    if count_true(any_fit) != rows:  # some row has no zone holding everything
+        refused = eligible & ~any_fit
+        refused &= pick(table.policy, selection) == _SINGLE
+        if memory_items and memory is not None:
+            refused &= rows_any(memory)
+        if not count_true(refused) or len(entries) > MAX_PATTERN_ENTRIES:
+            refused = None
         else:
             patterns = _patterns(entries, refused)
-    return GroupOutcome(
-        position, np.zeros(rows, np.bool_), refused, patterns, tuple((r, q) for r, q, _, _ in entries)
-    )
+    spoken = tuple((r, q) for r, q, _, _ in entries)
+    return GroupOutcome(position, None, refused, patterns, spoken, placed_all)
 
 
 def _patterns(entries: list[Entry], refused: Bools) -> Ints:

@@ -53,6 +53,9 @@ class RowData:
 
     exact: bool
     ids: tuple[int, ...]
+    slot_ids: bool
+    """The NUMA id of each zone slot is the slot's index (ids 0, 1, ..., as on nearly every
+    machine): the zone the kernel picks is then its id, with nothing gathered."""
     available: Mapping[str, tuple[int, ...]]
     """Per listed resource: the amount rounded down per position, ABSENT where unlisted."""
     fractional: Mapping[str, tuple[bool, ...]]
@@ -167,6 +170,7 @@ def _row_data(view: NumaView) -> RowData:
     data = RowData(
         exact=exact,
         ids=view.ids,
+        slot_ids=view.ids == tuple(range(count)),
         available=available,
         fractional=fractional,
         at_minimum=shared(

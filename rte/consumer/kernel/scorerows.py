@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rte.consumer.kernel.rowbits import count_true
 from rte.consumer.kernel.table import Bools, Ints, NodeTable
 from rte.consumer.kernel.zonescore import (
     allocated_scores,
@@ -39,49 +40,72 @@ def score_rows(
 
     ``flat``: Filter's :func:`~.zonescore.flat_at` of every chosen row at ``position``, when it
     made them for this table's width (saves computing them again)."""
-    scores = np.full(len(chosen), -1, np.int64)
     if not prep.guaranteed:
+        scores = np.full(len(chosen), -1, np.int64)
         scores[target] = MAX_SCORE  # the scorer's constant: only Guaranteed pods are ranked
         return scores
+    if flat is not None and count_true(target) == len(target):
+        # Filter made ``flat`` only when it placed every chosen row (each usable, each placed):
+        # the usual whole-table case, where no mask is needed and, as a rule, no default either.
+        values = _usual_scores(prep, strategy, table, chosen, flat)
+        if values is not None:
+            return values
+    scores = np.full(len(chosen), -1, np.int64)
     where: Ints | None = None
     rest: Bools | None = None  # the rows left to the scalar Scorer (None: none)
-    if flat is not None and target.all():
-        # Filter made ``flat`` only when it placed every chosen row (each usable, each placed):
-        # the usual whole-table case, where no mask is needed.
+    if flat is not None and count_true(target) == len(target):
         rows, at = chosen, flat
     else:
         rows, at, where, rest = _kernel_rows(table, chosen, target, usable, position, scores)
     if len(rows):
-        pod_scope = table.pod_scope.take(rows)
-        containers = prep.init + prep.app
-        container = containers[0] if containers else None
-        parts: list[tuple[Bools | None, Request | None]]  # None: every row (the usual case)
-        if not pod_scope.any():
-            parts = [(None, container)]
-        elif pod_scope.all():
-            parts = [(None, prep.pod_request)]
-        else:
-            parts = [(pod_scope, prep.pod_request), (~pod_scope, container)]
-        for part, req in parts:
+        for part, req in _parts(prep, table, rows):
             positions: Ints | slice
             if part is None:
                 values, undecided = _zone_scores(strategy, table, rows, at, req)
-                if where is None and rest is None and not undecided.any():  # every row, as usual
-                    return values if values.base is None else values.copy()  # callers weigh them
                 positions = slice(None) if where is None else where
             else:
                 values, undecided = _zone_scores(strategy, table, rows[part], at[part], req)
                 positions = np.flatnonzero(part) if where is None else where[part]
             scores[positions] = values
-            if undecided.any():
+            if undecided is not None and count_true(undecided):
                 if rest is None:
                     rest = np.zeros(len(scores), np.bool_)
                 rest[np.arange(len(scores))[positions][undecided]] = True
-    if rest is not None and rest.any():
+    if rest is not None and count_true(rest):
         scorer = Scorer(prep, strategy)
         for k in np.flatnonzero(rest).tolist():
             scores[k] = scorer(table.views[int(chosen[k])])
     return scores
+
+
+def _parts(prep: PreparedPod, table: NodeTable, rows: Ints) -> list[tuple[Bools | None, Request | None]]:
+    """(rows (None: all), the request rated there): the pod's on pod-scope rows, its first
+    container's on the others."""
+    containers = prep.init + prep.app
+    container = containers[0] if containers else None
+    if not count_true(table.pod_scope[: table.size]):  # no row of the table: nothing to gather
+        return [(None, container)]
+    pod_scope = table.pod_scope.take(rows)
+    scoped = count_true(pod_scope)
+    if not scoped:
+        return [(None, container)]
+    if scoped == len(rows):
+        return [(None, prep.pod_request)]
+    return [(pod_scope, prep.pod_request), (~pod_scope, container)]
+
+
+def _usual_scores(
+    prep: PreparedPod, strategy: ScoringStrategy, table: NodeTable, rows: Ints, at: Ints
+) -> Ints | None:
+    """The scores of every row when one request is rated on all of them and the kernel rates
+    each exactly (the usual case); else None."""
+    parts = _parts(prep, table, rows)
+    if len(parts) != 1:
+        return None
+    values, undecided = _zone_scores(strategy, table, rows, at, parts[0][1])
+    if undecided is not None and count_true(undecided):
+        return None
+    return values if values.base is None else values.copy()  # callers weigh them
 
 
 def _kernel_rows(
@@ -110,18 +134,17 @@ def _kernel_rows(
 
 def _zone_scores(
     strategy: ScoringStrategy, table: NodeTable, rows: Ints, at: Ints, req: Request | None
-) -> tuple[Ints, Bools]:
+) -> tuple[Ints, Bools | None]:
     """Scores of one zone per row (``at``: the flat (row, zone) positions) for a pod whose
-    single unit requests ``req``, and the rows the kernel could not score exactly."""
+    single unit requests ``req``, and the rows the kernel could not score exactly (None: none)."""
     kind = strategy.type
-    undecided = np.zeros(len(rows), np.bool_)
     if kind == LEAST_NUMA_NODES:
-        return least_numa_scores(table, rows, at), undecided
+        return least_numa_scores(table, rows, at), None
     if req is None or not req.items:
-        return np.full(len(rows), MAX_SCORE, np.int64), undecided
+        return np.full(len(rows), MAX_SCORE, np.int64), None
     weighted = _weighted(req, strategy)
     if not exact_enough(weighted):
-        return np.zeros(len(rows), np.int64), ~undecided
+        return np.zeros(len(rows), np.int64), np.ones(len(rows), np.bool_)
     if kind == BALANCED_ALLOCATION:
-        return balanced_scores(table, at, weighted), undecided
+        return balanced_scores(table, at, weighted), None
     return allocated_scores(table, at, weighted, kind == MOST_ALLOCATED)

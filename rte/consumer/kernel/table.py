@@ -135,6 +135,11 @@ class NodeTable:
         self.max_numa_nodes: Ints = np.ones(rows, np.int64)
         self.single_unit: Bools = np.zeros(rows, np.bool_)
         """Per row: :attr:`RowData.single_unit`, the fast path's eligibility."""
+        self.slot_ids: Bools = np.ones(rows, np.bool_)
+        """Per row: :attr:`RowData.slot_ids` (True without a view: no zone to name)."""
+        self.max_numa_id = 0
+        """The highest NUMA id any row has held (never lowered): the zone reasons a decision
+        may need are those of ids 0 .. this (at most :data:`~rte.consumer.numaview.MAX_NUMA_ID`)."""
         self.units_code: Ints = np.zeros(rows, np.int64)
         self.allocatable_code: Ints = np.full(rows, -1, np.int64)
         """Per row: the index of its allocatable names in :attr:`allocatable_sets`, -1 when unknown."""
@@ -151,6 +156,7 @@ class NodeTable:
         ("smt_physical", -1),
         ("max_numa_nodes", 1),
         ("single_unit", False),
+        ("slot_ids", True),
     )
     """Per-node columns copied from the :class:`RowData` field of the same name, with the value
     of a row without a view."""
@@ -304,6 +310,7 @@ class NodeTable:
         self.zone_count[row] = count
         self.ids[row] = ABSENT
         self.ids[row, :count] = data.ids
+        self.max_numa_id = max([self.max_numa_id, *data.ids[-1:]])  # ascending ids: the last
         for name, floors in data.available.items():
             self._resource(name)[row, :count] = floors
             self.listed[name][row] = True
@@ -392,6 +399,7 @@ class NodeTable:
         self.has_view[at] = [d is not None for d in data]
         self.zone_count[at] = [0 if d is None else len(d.ids) for d in data]
         self.ids[at] = _matrix([None if d is None else d.ids for d in data], width, ABSENT)
+        self.max_numa_id = max([self.max_numa_id, *(d.ids[-1] for d in live if d.ids)])  # ascending ids
         self.at_minimum[at] = _matrix([None if d is None else d.at_minimum for d in data], width, False)
         for name in sorted({name for d in live for name in d.available}):
             self._resource(name)[at] = _matrix(

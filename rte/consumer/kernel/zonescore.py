@@ -48,7 +48,9 @@ def pairs_at(matrix: _Matrix, rows: Ints, zones: Ints) -> _Matrix:
 def flat_at(table: NodeTable, rows: Ints, zones: Ints) -> Ints:
     """The flat positions of the (row, zone) pairs in the table's C-ordered matrices (all of
     them are ``capacity x width``): computed once per decision, then one ``take`` per matrix."""
-    return rows * table.width + zones
+    flat = rows * table.width
+    flat += zones  # in place: one new array, not two
+    return flat
 
 
 def _amounts(table: NodeTable, name: str, at: Ints) -> tuple[Ints, Ints, Bools | None]:
@@ -66,12 +68,12 @@ def _amounts(table: NodeTable, name: str, at: Ints) -> tuple[Ints, Ints, Bools |
     return floor, floor + rounded, rounded
 
 
-def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool) -> tuple[Ints, Bools]:
+def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool) -> tuple[Ints, Bools | None]:
     """Most/LeastAllocated of one zone per row (``at``: :func:`flat_at`); and the rows the
-    kernel cannot decide exactly."""
+    kernel cannot decide exactly (None: none)."""
     items, weight_sum = weighted
     total: Ints | None = None  # the first item's scores start it: no zeros to add them to
-    undecided = np.zeros(len(at), np.bool_)
+    undecided: Bools | None = None
     bounded = True  # every item counted on every row: each share is within 0..100, no clamping
     for name, amount, ceil_amount, weight in items:
         floor, ceil, rounded = _amounts(table, name, at)
@@ -80,10 +82,11 @@ def allocated_scores(table: NodeTable, at: Ints, weighted: Weighted, most: bool)
         else:
             counted = ceil_amount <= floor  # a fractional request against an integral amount
             if rounded is not None:
-                undecided |= (ceil > 0) & rounded  # a fraction against a fraction: exact rationals
+                guess = (ceil > 0) & rounded  # a fraction against a fraction: exact rationals
+                undecided = guess if undecided is None else undecided | guess
         if ceil_amount <= 0:
             counted &= ceil > 0  # else a zone with some of it holds at least the request
-        everywhere = bool(counted.all())
+        everywhere = int(np.count_nonzero(counted)) == len(counted)  # all(), without its reduction
         # Where counted, the zone holds at least 1; elsewhere the share is dropped: any divisor.
         divisor = ceil if everywhere and ceil_amount > 0 else np.maximum(ceil, 1)
         if most:
