@@ -54,6 +54,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from rte.agent.compute.podspec import PodSpec
 from rte.agent.kubeletstate import KubeletState
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
@@ -62,7 +63,6 @@ from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
 from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
-from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class PodSnapshots(Protocol):
 
     def synced(self) -> bool: ...
 
-    def pods(self) -> Mapping[tuple[str, str], Pod]: ...
+    def pods(self) -> Mapping[tuple[str, str], PodSpec]: ...
 
 
 class Shutdown(BaseException):

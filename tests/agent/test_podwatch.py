@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from rte.agent.watch.podwatch import NodePodWatch
+from rte.model.vocabulary import InformerMode
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import NODE, wait_until
 
@@ -61,7 +62,7 @@ def test_it_lists_then_follows_the_pods_of_its_node_only(
     watch.start()
     assert watch.wait_synced(5)
     assert names(watch) == ["default/a"]
-    assert watch.pods()[("default", "a")].qos_class == "Guaranteed"
+    assert watch.pods()[("default", "a")].is_exclusive(()), "a Guaranteed pod of integral CPUs"
     assert changes.count == 1
 
     assert fake_apiserver.wait_for_watches(1)
@@ -84,11 +85,15 @@ def test_a_status_only_update_does_not_count_as_a_change(
     fake_apiserver.add_pod("a", node_name=NODE, phase="Pending")
     watch.start()
     assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    assert not watch.pods()[("default", "a")].counts_for_fingerprint(InformerMode.SHARED)
     core = client.CoreV1Api(kube_api_client)
     core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"seen": "yes"}}})
     core.patch_namespaced_pod("a", "default", {"status": {"phase": "Running"}})
-    wait_until(lambda: watch.pods()[("default", "a")].phase == "Running", what="the phase change")
-    assert changes.count == 2, "the list, then the phase change; the label patch changed no Pod value"
+    wait_until(
+        lambda: watch.pods()[("default", "a")].counts_for_fingerprint(InformerMode.SHARED),
+        what="the phase change",
+    )
+    assert changes.count == 2, "the list, then the phase change; the label patch changed no record"
 
 
 def test_it_survives_a_cleanly_ended_and_a_cut_watch_without_relisting(
