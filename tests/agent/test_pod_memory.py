@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rte.agent.compute.podtally import pod_facts
+from rte.agent.compute.podtally import PodTally, pod_facts
+from rte.model import fingerprint as fp
 from rte.model.pod import NO_QUANTITIES, pod_from_manifest
+from rte.model.vocabulary import FingerprintMethod
 from rte.podres import convert
 from rte.podres.types import NO_CPUS
 from rte.testing import scenarios
@@ -74,3 +76,22 @@ def test_listed_cpus_are_still_read_when_there_are_some() -> None:
     pod = convert.pod_from_proto(scenarios.pod("ns", "p", scenarios.container("app", [3, 4])), "test")
     assert pod.containers[0].cpu_ids == {3, 4}
     assert pod_facts(pod).cpus == {3, 4}
+
+
+def test_the_tally_keeps_facts_only_for_pods_that_hold_something() -> None:
+    plain = [
+        convert.pod_from_proto(scenarios.pod("team-a", f"p{i}", scenarios.container("app")), "t")
+        for i in range(20)
+    ]
+    pinned = convert.pod_from_proto(scenarios.pod("ns", "pinned", scenarios.container("app", [3, 4])), "t")
+    tally = PodTally()
+    tally.sync((*plain, pinned))
+    assert tally.facts_kept == 1 and tally.clean
+    tally.sync((*plain[1:], pinned, plain[0], plain[0]))  # one of nothing listed twice
+    assert not tally.clean
+    tally.sync(tuple(plain))
+    assert tally.clean and tally.facts_kept == 0 and len(tally.listed_keys()) == 20
+    assert tally.fingerprint(FingerprintMethod.ALL) == (
+        tuple(sorted(("team-a", f"p{i}") for i in range(20))),
+        fp.compute(("team-a", f"p{i}") for i in range(20)),
+    )

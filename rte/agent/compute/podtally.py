@@ -10,9 +10,16 @@ subtracts those of the pods that are gone.
 
 Pods are known by identity: the socket reader hands out the same
 :class:`~rte.podres.types.PodResources` object for a pod whose bytes did not change
-(:class:`rte.podres.reader.SocketReader`), and the tally holds a reference to every pod it
-counts, so no id is reused while counted. A reader that builds new objects every time (a
-scenario directory) pays a full pass, as before, with the same result.
+(:class:`rte.podres.reader.SocketReader`), and the tally holds the last pods it synced to, so
+no id is reused while counted. A reader that builds new objects every time (a scenario
+directory) pays a full pass, as before, with the same result.
+
+What is kept per pod is small (issue #27: at most 1 KiB a pod for the whole agent): its key,
+counted, and its fingerprint hash in a sorted array. Facts are kept only for the pods that hold
+something (exclusive CPUs, devices, memory blocks) or give a finding alone, by id; a pod that
+holds nothing, most of a node's, has facts that its key and hash say in full, so they are made
+again from the pod when it leaves. Every listing of a pod is counted, so an object listed twice
+counts twice: its key then counts twice, which is what makes the tally unclean, as before.
 
 Exactness: the rules only add, unite and test membership, so the sums give the numbers
 accounting from the pods gives. Findings need the pods themselves: while :attr:`PodTally.clean`
@@ -23,6 +30,7 @@ pod's holding (:class:`~rte.agent.compute.ledger.NeedsDetail`).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
@@ -38,7 +46,7 @@ from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.source import PodChange, identity_change
-from rte.podres.types import PodResources
+from rte.podres.types import NO_CPUS, PodResources
 
 MemoryKey = tuple[tuple[int, ...], str]
 """(sorted NUMA ids, memory type) of a block."""
@@ -60,6 +68,11 @@ class PodFacts:
     """The kubelet pinned something for it (the fingerprint's rule without pod specs)."""
     hash: int
     """Its fingerprint hash (:func:`rte.model.fingerprint.pod_hash`)."""
+
+    @property
+    def holds_nothing(self) -> bool:
+        """Clean, not exclusive, no CPU, device or memory: :func:`facts_of_nothing` of its pod."""
+        return self.clean and not (self.cpus or self.devices or self.memory or self.exclusive)
 
 
 _NO_DEVICES: frozenset[tuple[str, str]] = frozenset()
@@ -83,12 +96,19 @@ def pod_facts(pod: PodResources) -> PodFacts:
     )
 
 
+def facts_of_nothing(pod: PodResources) -> PodFacts:
+    """The facts of a pod that holds nothing (:attr:`PodFacts.holds_nothing`), from its names."""
+    return PodFacts(
+        (pod.namespace, pod.name), True, NO_CPUS, _NO_DEVICES, (), False, fp.pod_hash(pod.namespace, pod.name)
+    )
+
+
 class _Sorted:
-    """Pod keys in sorted order, with their fingerprint hashes sorted alongside."""
+    """Pod keys in sorted order, with their fingerprint hashes sorted alongside (8 bytes each)."""
 
     def __init__(self) -> None:
         self.keys: list[PodKey] = []
-        self.hashes: list[int] = []
+        self.hashes = array("Q")
 
     def add(self, facts: PodFacts) -> None:
         insort(self.keys, facts.key)
@@ -104,20 +124,25 @@ class PodTally:
 
     def __init__(self) -> None:
         self._pods: Sequence[PodResources] = ()
-        self._counted: dict[int, tuple[PodResources, PodFacts]] = {}
-        self._listed: dict[int, int] = {}  # times each counted object is listed
+        # id -> (facts, times listed) of the listed objects whose facts are not facts_of_nothing
+        self._held: dict[int, tuple[PodFacts, int]] = {}
         self._keys: dict[PodKey, int] = {}
         self._cpus: dict[int, int] = {}
         self._devices: dict[tuple[str, str], int] = {}
         self._memory: dict[MemoryKey, tuple[int, int]] = {}
         self._unclean = 0  # pods whose facts say they give a finding alone
-        self._twice = 0  # pod keys, CPUs, devices and objects counted more than once
+        self._twice = 0  # pod keys, CPUs and devices counted more than once
         self._all = _Sorted()
         self._exclusive = _Sorted()
         self.facts_computed = 0
         """How many times a pod's facts were computed: what a changed pod costs, counted."""
         self.specs = SpecVerdicts()
         """The fingerprint's verdicts on the pod specs from the API, kept alongside."""
+
+    @property
+    def facts_kept(self) -> int:
+        """How many listed objects have their facts kept (those that hold something)."""
+        return len(self._held)
 
     @property
     def clean(self) -> bool:
@@ -141,19 +166,31 @@ class PodTally:
         self._pods = pods
 
     def _take(self, pod: PodResources) -> None:
-        listed = self._listed.get(id(pod), 0)
-        self._twice += _bump(self._listed, id(pod), +1)
-        if listed:
-            return
-        facts = pod_facts(pod)
-        self.facts_computed += 1
-        self._counted[id(pod)] = (pod, facts)
+        held = self._held.get(id(pod))
+        if held is not None:  # an object listed once more
+            facts = held[0]
+            self._held[id(pod)] = (facts, held[1] + 1)
+        else:
+            facts = pod_facts(pod)
+            self.facts_computed += 1
+            # Kept when they say more than the pod's names, or when its key is listed already (a
+            # pod listed twice, maybe this very object: not computed again while it stays).
+            if not facts.holds_nothing or facts.key in self._keys:
+                self._held[id(pod)] = (facts, 1)
         self._count(facts, +1)
 
     def _drop(self, pod: PodResources) -> None:
-        self._twice += _bump(self._listed, id(pod), -1)
-        if id(pod) not in self._listed:
-            self._count(self._counted.pop(id(pod))[1], -1)
+        # A kept entry's count never exceeds the times its object is listed (a pod of nothing
+        # may be listed once more than counted), so no entry outlives its object.
+        held = self._held.get(id(pod))
+        if held is None:
+            facts = facts_of_nothing(pod)
+        elif held[1] > 1:
+            facts = held[0]
+            self._held[id(pod)] = (facts, held[1] - 1)
+        else:
+            facts = self._held.pop(id(pod))[0]
+        self._count(facts, -1)
 
     def held(self) -> Held:
         """The sums, for the accounting rules (entries name no pod; see the module docstring)."""
@@ -173,7 +210,7 @@ class PodTally:
         Only meaningful while :attr:`clean` (every key listed once).
         """
         chosen = self._all if method is FingerprintMethod.ALL else self._exclusive
-        return tuple(chosen.keys), fp.from_hashes(chosen.hashes)
+        return tuple(chosen.keys), fp.from_hashes(chosen.hashes)  # from_hashes copies them
 
     def _count(self, facts: PodFacts, sign: int) -> None:
         self._twice += _bump(self._keys, facts.key, sign)
