@@ -66,7 +66,7 @@ def test_listed_pods_without_exclusive_cpus_or_devices_share_one_empty_set() -> 
     assert a.cpu_ids is b.cpu_ids is NO_CPUS
     assert a.containers[0].cpu_ids is NO_CPUS
     assert a.namespace is b.namespace
-    assert a.containers[0].name is b.containers[0].name
+    assert a.containers is b.containers, "containers that hold nothing are shared"
     fa, fb = pod_facts(a), pod_facts(b)
     assert fa.cpus is fb.cpus is NO_CPUS
     assert fa.devices is fb.devices and not fa.devices
@@ -95,3 +95,18 @@ def test_the_tally_keeps_facts_only_for_pods_that_hold_something() -> None:
         tuple(sorted(("team-a", f"p{i}") for i in range(20))),
         fp.compute(("team-a", f"p{i}") for i in range(20)),
     )
+
+
+def test_the_listed_pods_name_is_the_pod_watchs_string() -> None:
+    from rte.agent.watch.podwatch import NodePodWatch
+
+    listed = convert.pod_from_proto(
+        scenarios.pod("team-a", "web-7f9c6d5b8-x2k4q", scenarios.container("app")), "t"
+    )
+    watch = NodePodWatch(None, "worker-1")
+    manifest = _manifest("web-7f9c6d5b8-x2k4q")
+    read = watch._pod(manifest)
+    assert read is not None
+    (namespace, name), _ = read
+    assert name == listed.name and name is listed.name
+    assert namespace is listed.namespace
