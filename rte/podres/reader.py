@@ -108,7 +108,8 @@ class SocketReader:
                 cut = Records(wire, None, encoded)
             new = cut
         # Pods between the unchanged head and tail: those whose bytes were listed there before
-        # are the same objects again, the others are decoded.
+        # are the same objects again, the others are decoded (a pod listed twice, once each:
+        # keeping every new record's bytes for that would hold a whole first List's at once).
         before = last.pods if last is not None else ()
         old_middle = before[head : len(before) - tail]
         known = dict(zip(old.iter_payloads(head, len(before) - tail), old_middle, strict=True)) if old else {}
@@ -118,7 +119,7 @@ class SocketReader:
             pod = known.get(data)
             if pod is None:
                 msg = self._client.decode("List", data, api_pb2.PodResources)
-                pod = known[data] = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
+                pod = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
             middle.append(pod)
         pods = before[:head] + tuple(middle) + before[len(before) - tail :]
         change = identity_change(old_middle, middle)

@@ -34,6 +34,7 @@ from rte.agent.compute.podspec import PodSpec
 from rte.agent.watch.rejections import Refusal, Rejection, RejectionTracker, refused
 from rte.errors import InputError
 from rte.model.pod import PodKey, pod_from_manifest
+from rte.runtime.jsonpage import list_page_one_by_one
 from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
@@ -102,6 +103,8 @@ class NodePodWatch:
             # of a whole list (some 3 KiB a pod) would otherwise be held until its end, and the
             # process keeps such a peak as resident memory (docs/performance.md, "Agent memory").
             read_item=self._read_listed,
+            # ... and decoded one pod at a time (rte.runtime.jsonpage), not a page at a time.
+            decode_page=list_page_one_by_one,
             watch_seconds=watch_seconds,
             connect_timeout=connect_timeout,
             backoff_base=backoff_base,
