@@ -134,10 +134,11 @@ def fingerprint_pods(
 
 class SpecVerdicts:
     """:func:`fingerprint_pods` with pod specs, for the daemon: its pod watch keeps
-    :class:`~rte.agent.compute.podspec.PodSpec` records, whose verdicts and hashes cost a few
-    attribute reads, so nothing is kept per pod across cycles but the exclusion globs' verdicts
-    (matching a glob costs microseconds), and those only while there are globs. Used by one
-    thread.
+    :class:`~rte.agent.compute.podspec.PodSpec` records, whose verdicts cost a few attribute
+    reads, and a pod's hash is under a microsecond (its namespace's seed is cached), so nothing
+    is kept per pod across cycles (issue #27: at most 1 KiB a pod) but the exclusion globs'
+    verdicts (matching a glob costs microseconds), and those only while there are globs. Used
+    by one thread.
     """
 
     def __init__(self) -> None:
@@ -173,7 +174,7 @@ class SpecVerdicts:
                 if out:
                     continue
             if eligible and (terminal or key in listed_keys):
-                chosen.append((key, pod.hash if isinstance(pod, PodSpec) else fp.pod_hash(*key)))
+                chosen.append((key, fp.pod_hash(*key)))
         self._globs, self._excluded = globs, excluded
         chosen.sort()
         return tuple(k for k, _ in chosen), fp.from_hashes(h for _, h in chosen)

@@ -11,7 +11,9 @@ non-native request names a published resource", so the native half is decided on
 pod, and the non-native names are kept for the published set of each cycle.
 
 Each answer is computed by the model's own functions from the :class:`Pod`, so the rules stay in
-one place; ``tests/agent/test_podspec.py`` holds the two equal over random pods.
+one place; ``tests/agent/test_podspec.py`` holds the two equal over random pods. A record says
+nothing of which pod it is, so the pods of a Deployment (or any pods alike to the rule) share
+one: a pod then costs the pod watch its key and a dict entry.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive, is_native_resource
 from rte.model.pod import Pod, counts_for_fingerprint
 from rte.model.vocabulary import InformerMode
@@ -33,19 +34,33 @@ _NO_NAMES: frozenset[str] = frozenset()
 """The non-native request names of nearly every pod (an empty frozenset is 216 bytes each)."""
 
 
+_SHARED_SPECS: dict[PodSpec, PodSpec] = {}
+"""The records in use, by value (a handful: flags x extended names). Bounded by
+:data:`_SHARED_SPECS_MAX`; immutable, so sharing is safe."""
+_SHARED_SPECS_MAX = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class PodSpec:
-    """What the spec rule reads of one pod: three fields, the booleans packed in a small int
-    (CPython keeps one object per small int, so a pod costs only its record and its hash)."""
+    """What the spec rule reads of one pod: the booleans packed in a small int, and the
+    non-native resources its sidecars and app containers request (usually none)."""
 
     flags: int
     extended: frozenset[str]
-    """The non-native resources its sidecars and app containers request (usually none)."""
-    hash: int
-    """Its fingerprint hash (:func:`rte.model.fingerprint.pod_hash` of namespace and name)."""
 
     @classmethod
     def of(cls, pod: Pod) -> PodSpec:
+        """The record of ``pod``, shared with the pods alike to the rule."""
+        spec = cls._of(pod)
+        shared = _SHARED_SPECS.get(spec)
+        if shared is None:
+            shared = spec
+            if len(_SHARED_SPECS) < _SHARED_SPECS_MAX:
+                _SHARED_SPECS[spec] = spec
+        return shared
+
+    @classmethod
+    def _of(cls, pod: Pod) -> PodSpec:
         flags = 0
         if counts_for_fingerprint(pod, InformerMode.DEDICATED):
             flags |= _DEDICATED
@@ -58,7 +73,7 @@ class PodSpec:
         extended = frozenset(
             res for c in pod.sidecars + pod.containers for res in c.requests if not is_native_resource(res)
         )
-        return cls(flags, extended or _NO_NAMES, fp.pod_hash(pod.namespace, pod.name))
+        return cls(flags, extended or _NO_NAMES)
 
     def counts_for_fingerprint(self, mode: InformerMode) -> bool:
         """:func:`rte.model.pod.counts_for_fingerprint` of the pod."""

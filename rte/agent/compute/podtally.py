@@ -14,8 +14,8 @@ Pods are known by identity: the socket reader hands out the same
 no id is reused while counted. A reader that builds new objects every time (a scenario
 directory) pays a full pass, as before, with the same result.
 
-What is kept per pod is small (issue #27: at most 1 KiB a pod for the whole agent): its key,
-counted, and its fingerprint hash in a sorted array. Facts are kept only for the pods that hold
+What is kept per pod is small (issue #27: at most 1 KiB a pod for the whole agent): its name,
+counted in its namespace's dict (no key tuple), and its fingerprint hash in a sorted array. Facts are kept only for the pods that hold
 something (exclusive CPUs, devices, memory blocks) or give a finding alone, by id; a pod that
 holds nothing, most of a node's, has facts that its key and hash say in full, so they are made
 again from the pod when it leaves. Every listing of a pod is counted, so an object listed twice
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, insort
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -103,6 +103,28 @@ def facts_of_nothing(pod: PodResources) -> PodFacts:
     )
 
 
+class ListedKeys(Collection[PodKey]):
+    """The ``(namespace, name)`` of the listed pods, over the tally's names per namespace: no
+    tuple is kept per pod (56 bytes each), the names are the listed pods' own strings."""
+
+    def __init__(self, names: dict[str, dict[str, int]]) -> None:
+        self._names = names
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        names = self._names.get(key[0])
+        return names is not None and key[1] in names
+
+    def __iter__(self) -> Iterator[PodKey]:
+        for namespace, names in self._names.items():
+            for name in names:
+                yield namespace, name
+
+    def __len__(self) -> int:
+        return sum(map(len, self._names.values()))
+
+
 class _Sorted:
     """Pod keys in sorted order, with their fingerprint hashes sorted alongside (8 bytes each)."""
 
@@ -126,13 +148,13 @@ class PodTally:
         self._pods: Sequence[PodResources] = ()
         # id -> (facts, times listed) of the listed objects whose facts are not facts_of_nothing
         self._held: dict[int, tuple[PodFacts, int]] = {}
-        self._keys: dict[PodKey, int] = {}
+        self._names: dict[str, dict[str, int]] = {}  # namespace -> name -> times listed
         self._cpus: dict[int, int] = {}
         self._devices: dict[tuple[str, str], int] = {}
         self._memory: dict[MemoryKey, tuple[int, int]] = {}
         self._unclean = 0  # pods whose facts say they give a finding alone
         self._twice = 0  # pod keys, CPUs and devices counted more than once
-        self._all = _Sorted()
+        self._all_hashes = array("Q")  # sorted
         self._exclusive = _Sorted()
         self.facts_computed = 0
         """How many times a pod's facts were computed: what a changed pod costs, counted."""
@@ -175,7 +197,7 @@ class PodTally:
             self.facts_computed += 1
             # Kept when they say more than the pod's names, or when its key is listed already (a
             # pod listed twice, maybe this very object: not computed again while it stays).
-            if not facts.holds_nothing or facts.key in self._keys:
+            if not facts.holds_nothing or facts.key in self.listed_keys():
                 self._held[id(pod)] = (facts, 1)
         self._count(facts, +1)
 
@@ -200,20 +222,27 @@ class PodTally:
             devices=[("", res, device) for res, device in self._devices],
         )
 
-    def listed_keys(self) -> Collection[PodKey]:
+    def listed_keys(self) -> ListedKeys:
         """The (namespace, name) of every listed pod."""
-        return self._keys.keys()
+        return ListedKeys(self._names)
 
     def fingerprint(self, method: FingerprintMethod) -> tuple[tuple[PodKey, ...], str]:
         """The pods the fingerprint covers without pod specs or exclusions, and its value.
 
         Only meaningful while :attr:`clean` (every key listed once).
         """
-        chosen = self._all if method is FingerprintMethod.ALL else self._exclusive
-        return tuple(chosen.keys), fp.from_hashes(chosen.hashes)  # from_hashes copies them
+        if method is FingerprintMethod.ALL:  # sorted here: a tuple kept per pod is 56 bytes
+            return tuple(sorted(self.listed_keys())), fp.from_hashes(self._all_hashes)
+        return tuple(self._exclusive.keys), fp.from_hashes(self._exclusive.hashes)
 
     def _count(self, facts: PodFacts, sign: int) -> None:
-        self._twice += _bump(self._keys, facts.key, sign)
+        namespace, name = facts.key
+        names = self._names.get(namespace)
+        if names is None:
+            names = self._names[namespace] = {}
+        self._twice += _bump(names, name, sign)
+        if not names:
+            del self._names[namespace]
         for cpu in facts.cpus:
             self._twice += _bump(self._cpus, cpu, sign)
         for device in facts.devices:
@@ -226,8 +255,10 @@ class PodTally:
                 del self._memory[key]
         if not facts.clean:
             self._unclean += sign
-        change = self._all.add if sign > 0 else self._all.remove
-        change(facts)
+        if sign > 0:
+            insort(self._all_hashes, facts.hash)
+        else:
+            del self._all_hashes[bisect_left(self._all_hashes, facts.hash)]
         if facts.exclusive:
             change = self._exclusive.add if sign > 0 else self._exclusive.remove
             change(facts)
