@@ -313,3 +313,20 @@ def test_a_list_of_several_pages_is_read_down_to_pods_as_each_page_arrives(
     assert names(watch) == [f"default/p{i}" for i in range(5)] + ["default/refused"]
     assert [r.pod for r in rejected] == ["default/refused"]
     assert len(handed) == 6 and not any(isinstance(item, dict) for item in handed)
+
+
+def test_a_snapshot_handed_out_is_never_changed_by_later_events(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    """The loop keeps the watch's own mapping for a cycle (no copy per cycle): events must make
+    a new one, or a cycle would see pods come and go under it."""
+    fake_apiserver.add_pod("a", node_name=NODE)
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    before = watch.pods()
+    assert watch.pods() is before, "no copy while nothing changed"
+    fake_apiserver.add_pod("b", node_name=NODE)
+    wait_for(watch, ["default/a", "default/b"])
+    fake_apiserver.delete_pod("a")
+    wait_for(watch, ["default/b"])
+    assert sorted(before) == [("default", "a")]

@@ -15,11 +15,12 @@ no id is reused while counted. A reader that builds new objects every time (a sc
 directory) pays a full pass, as before, with the same result.
 
 What is kept per pod is small (issue #27: at most 1 KiB a pod for the whole agent): its name,
-counted in its namespace's dict (no key tuple), and its fingerprint hash in a sorted array. Facts are kept only for the pods that hold
-something (exclusive CPUs, devices, memory blocks) or give a finding alone, by id; a pod that
-holds nothing, most of a node's, has facts that its key and hash say in full, so they are made
-again from the pod when it leaves. Every listing of a pod is counted, so an object listed twice
-counts twice: its key then counts twice, which is what makes the tally unclean, as before.
+counted in its namespace's dict (no key tuple), and its fingerprint hash in a sorted array.
+Facts are kept only for the pods that hold something (exclusive CPUs, devices, memory blocks) or
+give a finding alone, by id; a pod that holds nothing, most of a node's, has facts that its key
+and hash say in full, so they are made again from the pod when it leaves. Every listing of a
+pod is counted, so an object listed twice counts twice: its key then counts twice, which is what
+makes the tally unclean, as before.
 
 Exactness: the rules only add, unite and test membership, so the sums give the numbers
 accounting from the pods gives. Findings need the pods themselves: while :attr:`PodTally.clean`

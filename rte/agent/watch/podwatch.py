@@ -142,10 +142,14 @@ class NodePodWatch:
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self._reflector.synced.wait(timeout)
 
-    def pods(self) -> dict[PodKey, PodSpec]:
-        """A snapshot: ``(namespace, name)`` -> :class:`PodSpec`."""
+    def pods(self) -> Mapping[PodKey, PodSpec]:
+        """A snapshot: ``(namespace, name)`` -> :class:`PodSpec`.
+
+        The watch never changes a mapping it handed out: each event makes a new one (a copy per
+        event, not per cycle), so the loop's snapshot is the watch's own and a node's pods are
+        held in one dict, not two (docs/performance.md, "Agent memory")."""
         with self._lock:
-            return dict(self._pods)
+            return self._pods
 
     # -- reflector callbacks (the watch thread) --------------------------------------------------
 
@@ -175,10 +179,13 @@ class NodePodWatch:
         key, pod = read
         with self._lock:
             if kind == "DELETED":
-                changed = self._pods.pop(key, None) is not None
+                changed = key in self._pods
+                if changed:
+                    self._pods = {k: v for k, v in self._pods.items() if k != key}
             else:
                 changed = self._pods.get(key) != pod
-                self._pods[key] = pod
+                if changed:
+                    self._pods = {**self._pods, key: pod}
         if changed:
             self._notify()
 
