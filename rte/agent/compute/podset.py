@@ -162,9 +162,15 @@ class SpecVerdicts:
         globs = tuple(exclude)
         before = self._excluded if globs == self._globs else {}
         excluded: dict[tuple[str, str], bool] = {}
+        # The verdict of each record object, once per call: the pod watch shares one record
+        # between the pods alike to the rule, so a node of 5000 pods has a handful.
+        verdicts: dict[int, tuple[bool, bool]] = {}
+        pod_hash = fp.pod_hash
         chosen = []
         for key, pod in specs.items():
-            eligible, terminal = spec_verdict(pod, method, published_resources, informer_mode)
+            verdict = verdicts.get(id(pod))
+            if verdict is None:
+                verdict = verdicts[id(pod)] = spec_verdict(pod, method, published_resources, informer_mode)
             if globs:
                 out = before.get(key)
                 if out is None:
@@ -173,8 +179,9 @@ class SpecVerdicts:
                 excluded[key] = out
                 if out:
                     continue
+            eligible, terminal = verdict
             if eligible and (terminal or key in listed_keys):
-                chosen.append((key, fp.pod_hash(*key)))
+                chosen.append((key, pod_hash(*key)))
         self._globs, self._excluded = globs, excluded
         chosen.sort()
         return tuple(k for k, _ in chosen), fp.from_hashes(h for _, h in chosen)
