@@ -54,6 +54,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from rte.agent.compute.podspec import PodSpec
+from rte.agent.heaptrim import HeapTrim
 from rte.agent.kubeletstate import KubeletState
 from rte.agent.metrics import AgentMetrics
 from rte.agent.pacing import Backoff, Coalescer, NonBlockingTokenBucket
@@ -62,7 +64,6 @@ from rte.agent.settings import AgentSettings
 from rte.agent.status import AgentStatus
 from rte.errors import InputError, PublishError, RteError, UnavailableError
 from rte.model.attributes import TOPOLOGY_MANAGER_POLICY
-from rte.model.pod import Pod
 from rte.model.topology import NodeTopology
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class PodSnapshots(Protocol):
 
     def synced(self) -> bool: ...
 
-    def pods(self) -> Mapping[tuple[str, str], Pod]: ...
+    def pods(self) -> Mapping[tuple[str, str], PodSpec]: ...
 
 
 class Shutdown(BaseException):
@@ -165,6 +166,7 @@ class Agent:
         self._crd_ok = False
         self._failure: str | None = None
         self._pods_synced = False
+        self.heap = HeapTrim()
         self._findings: frozenset[tuple[str, str]] = frozenset()
         self._zone_names_warning: str | None = None
         self._machine_problem: str | None = None
@@ -216,6 +218,7 @@ class Agent:
             self._coalescer.add(reason, at)
         if self.pods is not None and not self._pods_synced and self.pods.synced():
             self._pods_synced = True  # from now on the fingerprint follows the spec rule
+            self.heap.pods_listed()
             self._add("pods", now)
         if now >= self._next_resync:
             self._next_resync = now + self.settings.resync_interval
@@ -413,6 +416,8 @@ class Agent:
         self.status.degraded("sysfs", detail)
 
     def _succeeded(self) -> None:
+        tally = self.scanner.tally
+        self.heap.after_cycle(tally.facts_computed if tally is not None else 0)
         self.metrics.cycles.inc(result="ok")
         if self._failure is not None:
             log.info("cycle succeeded again (after: %s)", self._failure)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from rte.agent.compute.accounting import Accounting
-from rte.agent.compute.podset import with_departed
+from rte.agent.compute.podset import SpecMapping, with_departed
 from rte.agent.compute.podtally import PodTally
 from rte.agent.compute.reading import Checkpoints, KubeletReading, NodeReading, PublishingRules
 from rte.agent.compute.topology import compute_topology
@@ -51,7 +51,6 @@ from rte.host.kubelet_state import (
     load_memory_manager_state,
 )
 from rte.host.machine import Machine
-from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.topology import NodeTopology
 from rte.podres.reader import pod_limit
@@ -246,7 +245,7 @@ class Scanner:
         self._listing_current = False  # no kubelet call failed since self.listing was made
         # The pod specs the last reading used: a pod the API deleted keeps its spec while the
         # kubelet still lists it (rte.agent.compute.podset.with_departed).
-        self._specs: Mapping[tuple[str, str], Pod] = {}
+        self._specs: SpecMapping = {}
         self._heard = False  # a kubelet call answered during the current scan
 
     def _kubelet(self, method: str, call: Callable[[KubeletReader], T]) -> T:
@@ -337,7 +336,7 @@ class Scanner:
             self.tally.sync(self.listing.pods, self.listing.change)
         return KubeletReading(self._allocatable, self.listing.pods, self._checkpoints.read(), self.tally)
 
-    def read(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> NodeReading:
+    def read(self, *, fresh_list: bool, specs: SpecMapping | None = None) -> NodeReading:
         """Read the node; ``fresh_list`` False reuses the last List (a poll just made it), unless
         a kubelet call failed since."""
         self._refresh_machine()
@@ -363,7 +362,7 @@ class Scanner:
             last_consistent=self._last_consistent,
         )
 
-    def scan(self, *, fresh_list: bool, specs: Mapping[tuple[str, str], Pod] | None = None) -> Scan:
+    def scan(self, *, fresh_list: bool, specs: SpecMapping | None = None) -> Scan:
         """Read the node and compute its object (see :meth:`read`).
 
         A consistent result becomes the ceiling of later inconsistent ones (``last_consistent``).

@@ -336,13 +336,32 @@ def pod_from_proto(msg: api_pb2.PodResources, source: str, path: str = "pod_reso
     )
     return PodResources(
         # Interned: a node's pods share a few namespaces and container names, and every decoded
-        # message brings its own copy of each otherwise.
+        # message brings its own copy of each otherwise. The pod's name too: the agent's pod
+        # watch interns the names it reads from the API, so both views share one string.
         namespace=sys.intern(msg.namespace),
-        name=msg.name,
-        containers=containers,
+        name=sys.intern(msg.name),
+        containers=_shared_if_plain(containers),
         cpu_ids=_cpu_ids_pb(msg.cpu_ids, source, f"{path}.cpu_ids"),
         memory=tuple(_memory_pb(m) for m in msg.memory),
     )
+
+
+_PLAIN_CONTAINERS: dict[tuple[ContainerResources, ...], tuple[ContainerResources, ...]] = {}
+"""Containers that hold nothing, by value: most pods of a node are one or two such containers
+of a few names (``app``, ``istio-proxy``), and each pod had its own tuple and objects (~190
+bytes a pod at 5000 pods). Bounded by :data:`_PLAIN_CONTAINERS_MAX`; immutable, so sharing is safe."""
+_PLAIN_CONTAINERS_MAX = 1024
+
+
+def _shared_if_plain(containers: tuple[ContainerResources, ...]) -> tuple[ContainerResources, ...]:
+    if any(c.cpu_ids or c.devices or c.memory or c.dynamic_resources for c in containers):
+        return containers
+    shared = _PLAIN_CONTAINERS.get(containers)
+    if shared is None:
+        shared = containers
+        if len(_PLAIN_CONTAINERS) < _PLAIN_CONTAINERS_MAX:
+            _PLAIN_CONTAINERS[containers] = containers
+    return shared
 
 
 def list_from_proto(msg: api_pb2.ListPodResourcesResponse, source: str) -> tuple[PodResources, ...]:

@@ -105,20 +105,21 @@ class SocketReader:
             if cut is None:  # not the plain form: decode it all, which reports what is wrong
                 message = self._client.decode("List", wire, api_pb2.ListPodResourcesResponse)
                 encoded = [msg.SerializeToString(deterministic=True) for msg in message.pod_resources]
-                cut = Records(wire, encoded, None)
+                cut = Records(wire, None, encoded)
             new = cut
         # Pods between the unchanged head and tail: those whose bytes were listed there before
-        # are the same objects again, the others are decoded.
+        # are the same objects again, the others are decoded (a pod listed twice, once each:
+        # keeping every new record's bytes for that would hold a whole first List's at once).
         before = last.pods if last is not None else ()
         old_middle = before[head : len(before) - tail]
-        known = dict(zip(old.payloads[head : len(before) - tail], old_middle, strict=True)) if old else {}
+        known = dict(zip(old.iter_payloads(head, len(before) - tail), old_middle, strict=True)) if old else {}
         source = f"kubelet List response from {self.endpoint}"
         middle = []
-        for i, data in enumerate(new.payloads[head : len(new.payloads) - tail], start=head):
+        for i, data in enumerate(new.iter_payloads(head, len(new) - tail), start=head):
             pod = known.get(data)
             if pod is None:
                 msg = self._client.decode("List", data, api_pb2.PodResources)
-                pod = known[data] = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
+                pod = convert.pod_from_proto(msg, source, f"pod_resources[{i}]")
             middle.append(pod)
         pods = before[:head] + tuple(middle) + before[len(before) - tail :]
         change = identity_change(old_middle, middle)

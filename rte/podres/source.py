@@ -41,6 +41,8 @@ class PodChange:
 
 def identity_change(before: Sequence[PodResources], after: Sequence[PodResources]) -> PodChange:
     """The change from ``before`` to ``after``, found by comparing every object's identity."""
+    if not before or not after:  # the first List (5000 ids boxed for nothing otherwise)
+        return PodChange(before, list(before), list(after))
     old, now = Counter(map(id, before)), Counter(map(id, after))
     objects = {id(p): p for p in (*before, *after)}
     return PodChange(

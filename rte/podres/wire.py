@@ -14,7 +14,9 @@ them, so a List with one changed pod costs the same for 250 pods as for 5000.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 _LIST_PODS_TAG = 1 << 3 | 2  # field 1, wire type 2 (length-delimited)
@@ -24,19 +26,42 @@ _LIST_PODS_TAG = 1 << 3 | 2  # field 1, wire type 2 (length-delimited)
 class Records:
     """A List response cut into its pods' records.
 
-    ``ends``: where each record ends in ``wire``. None when ``payloads`` are not cut from
-    ``wire`` (a response in another form, decoded and encoded again), so that no later response
-    can be compared with it byte for byte.
+    ``ends``: where each record ends in ``wire`` (8 bytes a pod; the payloads are sliced from
+    ``wire`` when asked for, not kept: issue #27, at most 1 KiB a pod for the whole agent). None
+    when the records are not cut from ``wire`` (a response in another form, decoded and encoded
+    again): ``encoded`` then holds their payloads, and no later response can be compared with it
+    byte for byte.
     """
 
     wire: bytes
-    payloads: list[bytes]
-    ends: list[int] | None
+    ends: array[int] | None
+    encoded: Sequence[bytes] = ()
+
+    def __len__(self) -> int:
+        return len(self.ends) if self.ends is not None else len(self.encoded)
+
+    def iter_payloads(self, start: int, stop: int) -> Iterator[bytes]:
+        """The payloads of records ``start`` to ``stop`` (excluded), one at a time."""
+        if self.ends is None:
+            yield from self.encoded[start:stop]
+            return
+        wire, ends = self.wire, self.ends
+        pos = ends[start - 1] if start else 0
+        for end in ends[start:stop]:
+            pos += 1  # the tag, then the length's varint, which _cut checked
+            while wire[pos] & 0x80:
+                pos += 1
+            yield wire[pos + 1 : end]
+            pos = end
+
+    @property
+    def payloads(self) -> list[bytes]:
+        return list(self.iter_payloads(0, len(self)))
 
 
-def _cut(wire: bytes, start: int, end: int) -> tuple[list[bytes], list[int]] | None:
-    """The payloads and end offsets of the records filling ``wire[start:end]`` exactly, or None."""
-    payloads, ends = [], []
+def _cut(wire: bytes, start: int, end: int) -> list[int] | None:
+    """The end offsets of the records filling ``wire[start:end]`` exactly, or None."""
+    ends = []
     pos = start
     while pos < end:
         if wire[pos] != _LIST_PODS_TAG or pos + 1 >= end:
@@ -58,10 +83,9 @@ def _cut(wire: bytes, start: int, end: int) -> tuple[list[bytes], list[int]] | N
                 shift += 7
         if pos + length > end:
             return None
-        payloads.append(wire[pos : pos + length])
         pos += length
         ends.append(pos)
-    return payloads, ends
+    return ends
 
 
 def count_records(wire: bytes, limit: int) -> int:
@@ -91,8 +115,8 @@ def count_records(wire: bytes, limit: int) -> int:
 def records(wire: bytes) -> Records | None:
     """``wire`` cut into its records; None when it holds anything else (another field, a record
     cut short): the caller then decodes the whole message, which names what is wrong."""
-    cut = _cut(wire, 0, len(wire))
-    return None if cut is None else Records(wire, *cut)
+    ends = _cut(wire, 0, len(wire))
+    return None if ends is None else Records(wire, array("Q", ends))
 
 
 def split_pods(wire: bytes) -> list[bytes] | None:
@@ -156,12 +180,8 @@ def changed_records(old: Records, wire: bytes) -> tuple[Records, int, int] | Non
         first_tail, cut = len(ends), _cut(wire, start, len(wire))
         if cut is None:
             return None
-    payloads, middle_ends = cut
     tail = len(ends) - first_tail
     kept_ends = ends[first_tail:]
-    new = Records(
-        wire,
-        old.payloads[:head] + payloads + old.payloads[first_tail:],
-        ends[:head] + middle_ends + (list(map(shift.__add__, kept_ends)) if shift else kept_ends),
-    )
-    return new, head, tail
+    if shift:
+        kept_ends = array("Q", map(shift.__add__, kept_ends))
+    return Records(wire, ends[:head] + array("Q", cut) + kept_ends), head, tail

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from rte.agent.watch.podwatch import NodePodWatch
+from rte.model.vocabulary import InformerMode
 from rte.testing.apiserver import FakeApiServer
 from tests.helpers.agent_api import NODE, wait_until
 
@@ -61,7 +62,7 @@ def test_it_lists_then_follows_the_pods_of_its_node_only(
     watch.start()
     assert watch.wait_synced(5)
     assert names(watch) == ["default/a"]
-    assert watch.pods()[("default", "a")].qos_class == "Guaranteed"
+    assert watch.pods()[("default", "a")].is_exclusive(()), "a Guaranteed pod of integral CPUs"
     assert changes.count == 1
 
     assert fake_apiserver.wait_for_watches(1)
@@ -84,11 +85,15 @@ def test_a_status_only_update_does_not_count_as_a_change(
     fake_apiserver.add_pod("a", node_name=NODE, phase="Pending")
     watch.start()
     assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    assert not watch.pods()[("default", "a")].counts_for_fingerprint(InformerMode.SHARED)
     core = client.CoreV1Api(kube_api_client)
     core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"seen": "yes"}}})
     core.patch_namespaced_pod("a", "default", {"status": {"phase": "Running"}})
-    wait_until(lambda: watch.pods()[("default", "a")].phase == "Running", what="the phase change")
-    assert changes.count == 2, "the list, then the phase change; the label patch changed no Pod value"
+    wait_until(
+        lambda: watch.pods()[("default", "a")].counts_for_fingerprint(InformerMode.SHARED),
+        what="the phase change",
+    )
+    assert changes.count == 2, "the list, then the phase change; the label patch changed no record"
 
 
 def test_it_survives_a_cleanly_ended_and_a_cut_watch_without_relisting(
@@ -308,3 +313,20 @@ def test_a_list_of_several_pages_is_read_down_to_pods_as_each_page_arrives(
     assert names(watch) == [f"default/p{i}" for i in range(5)] + ["default/refused"]
     assert [r.pod for r in rejected] == ["default/refused"]
     assert len(handed) == 6 and not any(isinstance(item, dict) for item in handed)
+
+
+def test_a_snapshot_handed_out_is_never_changed_by_later_events(
+    fake_apiserver: FakeApiServer, watch: NodePodWatch
+) -> None:
+    """The loop keeps the watch's own mapping for a cycle (no copy per cycle): events must make
+    a new one, or a cycle would see pods come and go under it."""
+    fake_apiserver.add_pod("a", node_name=NODE)
+    watch.start()
+    assert watch.wait_synced(5) and fake_apiserver.wait_for_watches(1)
+    before = watch.pods()
+    assert watch.pods() is before, "no copy while nothing changed"
+    fake_apiserver.add_pod("b", node_name=NODE)
+    wait_for(watch, ["default/a", "default/b"])
+    fake_apiserver.delete_pod("a")
+    wait_for(watch, ["default/b"])
+    assert sorted(before) == [("default", "a")]

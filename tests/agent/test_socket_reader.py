@@ -158,8 +158,12 @@ def test_scans_with_the_readers_word_on_what_changed_equal_full_passes(seed: int
 
     (fast, fast_client), (full, full_client) = scanner(True), scanner(False)
     listed = pool[:30]
-    inserted = 0
+    inserted = extra = 0
     for step in range(40):
+        # A pod listed twice (the same bytes) may be one decoded object listed twice, or two;
+        # which of them a move or removal leaves may be one the tally has not kept facts for,
+        # if it holds nothing: those are made again (podtally's module docstring).
+        extra += len(listed) - len({p.SerializeToString() for p in listed})
         wire = api_pb2.ListPodResourcesResponse(pod_resources=listed).SerializeToString()
         fast_client.answers.append(wire)
         full_client.answers.append(wire)
@@ -173,8 +177,9 @@ def test_scans_with_the_readers_word_on_what_changed_equal_full_passes(seed: int
             del listed[rng.randrange(len(listed))]
         elif listed:
             listed.insert(rng.randrange(len(listed)), listed.pop(rng.randrange(len(listed))))
-    # Only inserted pods were accounted: removed and moved ones cost nothing.
-    assert fast.tally is not None and fast.tally.facts_computed <= 30 + inserted
+    # Only inserted pods were accounted: removed and moved ones cost nothing, but for the
+    # second listing of a pod listed twice.
+    assert fast.tally is not None and fast.tally.facts_computed <= 30 + inserted + extra
 
 
 def test_a_list_above_the_pod_limit_is_refused_before_any_pod_is_decoded(

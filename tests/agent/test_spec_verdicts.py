@@ -1,4 +1,4 @@
-"""The fingerprint's verdicts on pod specs, kept across cycles, equal fingerprint_pods' every time."""
+"""The fingerprint's verdicts on the pod watch's records equal fingerprint_pods' on whole pods, every time."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from fractions import Fraction
 import pytest
 
 from rte.agent.compute.podset import PodGlob, SpecVerdicts, fingerprint_pods
+from rte.agent.compute.podspec import PodSpec
 from rte.model import fingerprint as fp
 from rte.model.pod import Container, Pod
 from rte.model.vocabulary import FingerprintMethod, InformerMode
@@ -63,8 +64,17 @@ def test_the_remembered_verdicts_give_what_fingerprint_pods_gives(seed: int) -> 
                 exclude=exclude,
             )
         )
+        records = {k: PodSpec.of(p) for k, p in specs.items()}  # what the pod watch keeps
+        assert fingerprint_pods(
+            listed,
+            method,
+            specs=records,
+            published_resources=published,
+            informer_mode=mode,
+            exclude=exclude,
+        ) == list(expected)
         got = memo.fingerprint(
-            dict(specs),  # a copy each cycle, as the pod watch gives
+            records,
             {(p.namespace, p.name) for p in listed},
             method,
             published_resources=published,
@@ -74,27 +84,32 @@ def test_the_remembered_verdicts_give_what_fingerprint_pods_gives(seed: int) -> 
         assert got == (expected, fp.compute(expected)), f"seed {seed}, step {step}"
 
 
-def test_only_specs_not_seen_are_judged() -> None:
+def test_only_pods_not_seen_are_matched_against_the_exclusion_globs() -> None:
     rng = random.Random(1)
-    specs = {("ns", f"p{i}"): _spec(rng, ("ns", f"p{i}")) for i in range(30)}
+    specs = {("ns", f"p{i}"): PodSpec.of(_spec(rng, ("ns", f"p{i}"))) for i in range(30)}
     memo = SpecVerdicts()
 
-    def fingerprint() -> None:
+    def fingerprint(*globs: str) -> None:
         memo.fingerprint(
             dict(specs),
             set(specs),
             FingerprintMethod.ALL,
             published_resources=PUBLISHED,
             informer_mode=InformerMode.DEDICATED,
+            exclude=tuple(PodGlob.parse(g) for g in globs),
         )
 
     fingerprint()
-    assert memo.judged == 30
-    specs[("ns", "p3")] = _spec(rng, ("ns", "p3"))  # one pod changed
-    fingerprint()
-    assert memo.judged == 31
-    fingerprint()
-    assert memo.judged == 31
+    assert memo.matched == 0, "no globs, nothing matched"
+    fingerprint("ns/p1*")
+    assert memo.matched == 30
+    specs[("ns", "p30")] = PodSpec.of(_spec(rng, ("ns", "p30")))  # one pod more
+    fingerprint("ns/p1*")
+    assert memo.matched == 31
+    fingerprint("ns/p1*")
+    assert memo.matched == 31
+    fingerprint("ns/p2*")  # other globs: every pod again
+    assert memo.matched == 62
 
 
 def test_a_pod_the_api_deleted_keeps_its_last_spec_while_the_kubelet_still_lists_it() -> None:

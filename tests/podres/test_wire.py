@@ -78,6 +78,8 @@ def test_cutting_only_what_changed_gives_what_cutting_it_all_gives(
         new, kept_head, kept_tail = found
         assert new == records(new_wire)
         assert new.payloads == new_payloads
+        middle_again = list(new.iter_payloads(kept_head, len(new) - kept_tail))
+        assert middle_again == new_payloads[kept_head : len(new_payloads) - kept_tail]
         assert kept_head + kept_tail <= min(len(old.payloads), len(new.payloads))
         assert new.payloads[:kept_head] == old.payloads[:kept_head]
         assert new.payloads[len(new.payloads) - kept_tail :] == old.payloads[len(old.payloads) - kept_tail :]
@@ -93,6 +95,6 @@ def test_a_change_in_one_record_of_many_cuts_only_that_one() -> None:
 
 
 def test_records_re_encoded_from_another_form_are_not_compared() -> None:
-    assert changed_records(Records(b"", [], None), _wire([b"a"])) is None
+    assert changed_records(Records(b"", None, []), _wire([b"a"])) is None
     old = records(_wire([b"a"]))
     assert old is not None and changed_records(old, b"\x12\x00") is None

@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from rte.agent.compute.podspec import PodSpec
 from rte.model import fingerprint as fp
 from rte.model.exclusive import is_exclusive
 from rte.model.pod import Pod, counts_for_fingerprint
@@ -60,22 +61,37 @@ def has_exclusive_assignment(pod: PodResources) -> bool:
     return False
 
 
+SpecMapping = Mapping[tuple[str, str], Pod | PodSpec]
+"""The pods bound to the node, ``(namespace, name)`` -> the pod as the agent's pod watch keeps it
+(:class:`~rte.agent.compute.podspec.PodSpec`) or as a caller holding whole pods has it (the
+simulator, tests)."""
+
+
 def spec_verdict(
-    pod: Pod, method: FingerprintMethod, published_resources: Collection[str], informer_mode: InformerMode
+    pod: Pod | PodSpec,
+    method: FingerprintMethod,
+    published_resources: Collection[str],
+    informer_mode: InformerMode,
 ) -> tuple[bool, bool]:
     """Whether the fingerprint covers ``pod`` once the kubelet lists it, and whether it is
     terminal (then it is covered listed or not)."""
-    eligible = counts_for_fingerprint(pod, informer_mode) and (
-        method is not FingerprintMethod.WITH_EXCLUSIVE_RESOURCES or is_exclusive(pod, published_resources)
-    )
+    exclusive_only = method is FingerprintMethod.WITH_EXCLUSIVE_RESOURCES
+    if isinstance(pod, PodSpec):
+        eligible = pod.counts_for_fingerprint(informer_mode) and (
+            not exclusive_only or pod.is_exclusive(published_resources)
+        )
+    else:
+        eligible = counts_for_fingerprint(pod, informer_mode) and (
+            not exclusive_only or is_exclusive(pod, published_resources)
+        )
     return eligible, pod.is_terminal
 
 
 def with_departed(
-    specs: Mapping[tuple[str, str], Pod],
-    before: Mapping[tuple[str, str], Pod],
+    specs: SpecMapping,
+    before: SpecMapping,
     listed: Collection[tuple[str, str]],
-) -> Mapping[tuple[str, str], Pod]:
+) -> SpecMapping:
     """``specs``, plus the pods of ``before`` (the specs the last computation used) that the API
     no longer has but the kubelet still lists, with their last spec.
 
@@ -95,7 +111,7 @@ def fingerprint_pods(
     listed: Sequence[PodResources],
     method: FingerprintMethod,
     *,
-    specs: Mapping[tuple[str, str], Pod] | None = None,
+    specs: SpecMapping | None = None,
     published_resources: Collection[str] = (),
     informer_mode: InformerMode = InformerMode.DEDICATED,
     exclude: Iterable[PodGlob] = (),
@@ -117,24 +133,23 @@ def fingerprint_pods(
 
 
 class SpecVerdicts:
-    """:func:`fingerprint_pods` with pod specs, remembering its verdict on each spec object.
-
-    The pod watch hands out the same :class:`~rte.model.pod.Pod` object until the pod changes,
-    and judging one (its QoS class, its exclusive resources) costs microseconds: a cycle judges
-    only the specs it has not seen, under the same method, resources, informer mode and
-    exclusions. Used by one thread.
+    """:func:`fingerprint_pods` with pod specs, for the daemon: its pod watch keeps
+    :class:`~rte.agent.compute.podspec.PodSpec` records, whose verdicts cost a few attribute
+    reads, and a pod's hash is under a microsecond (its namespace's seed is cached), so nothing
+    is kept per pod across cycles (issue #27: at most 1 KiB a pod) but the exclusion globs'
+    verdicts (matching a glob costs microseconds), and those only while there are globs. Used
+    by one thread.
     """
 
     def __init__(self) -> None:
-        self._context: object = None
-        # id(pod) -> (pod, its key, eligible, terminal, excluded, fingerprint hash)
-        self._verdicts: dict[int, tuple[Pod, tuple[str, str], bool, bool, bool, int]] = {}
-        self.judged = 0
-        """How many times a spec was judged: what a changed pod costs, counted."""
+        self._globs: tuple[PodGlob, ...] = ()
+        self._excluded: dict[tuple[str, str], bool] = {}
+        self.matched = 0
+        """How many pod keys were matched against the globs: what a new pod costs, counted."""
 
     def fingerprint(
         self,
-        specs: Mapping[tuple[str, str], Pod],
+        specs: SpecMapping,
         listed_keys: Collection[tuple[str, str]],
         method: FingerprintMethod,
         *,
@@ -145,20 +160,28 @@ class SpecVerdicts:
         """The pairs :func:`fingerprint_pods` chooses for ``specs`` and the pods whose keys are
         ``listed_keys``, and their fingerprint."""
         globs = tuple(exclude)
-        context = (method, frozenset(published_resources), informer_mode, globs)
-        before = self._verdicts if context == self._context else {}
-        verdicts = {}
+        before = self._excluded if globs == self._globs else {}
+        excluded: dict[tuple[str, str], bool] = {}
+        # The verdict of each record object, once per call: the pod watch shares one record
+        # between the pods alike to the rule, so a node of 5000 pods has a handful.
+        verdicts: dict[int, tuple[bool, bool]] = {}
+        pod_hash = fp.pod_hash
         chosen = []
         for key, pod in specs.items():
-            verdict = before.get(id(pod))
-            if verdict is None or verdict[0] is not pod or verdict[1] != key:
-                eligible, terminal = spec_verdict(pod, method, published_resources, informer_mode)
-                excluded = any(g.matches(*key) for g in globs)
-                verdict = (pod, key, eligible, terminal, excluded, fp.pod_hash(*key))
-                self.judged += 1
-            verdicts[id(pod)] = verdict
-            if verdict[2] and not verdict[4] and (verdict[3] or key in listed_keys):
-                chosen.append((key, verdict[5]))
-        self._context, self._verdicts = context, verdicts
+            verdict = verdicts.get(id(pod))
+            if verdict is None:
+                verdict = verdicts[id(pod)] = spec_verdict(pod, method, published_resources, informer_mode)
+            if globs:
+                out = before.get(key)
+                if out is None:
+                    out = any(g.matches(*key) for g in globs)
+                    self.matched += 1
+                excluded[key] = out
+                if out:
+                    continue
+            eligible, terminal = verdict
+            if eligible and (terminal or key in listed_keys):
+                chosen.append((key, pod_hash(*key)))
+        self._globs, self._excluded = globs, excluded
         chosen.sort()
         return tuple(k for k, _ in chosen), fp.from_hashes(h for _, h in chosen)

@@ -10,9 +10,17 @@ subtracts those of the pods that are gone.
 
 Pods are known by identity: the socket reader hands out the same
 :class:`~rte.podres.types.PodResources` object for a pod whose bytes did not change
-(:class:`rte.podres.reader.SocketReader`), and the tally holds a reference to every pod it
-counts, so no id is reused while counted. A reader that builds new objects every time (a
-scenario directory) pays a full pass, as before, with the same result.
+(:class:`rte.podres.reader.SocketReader`), and the tally holds the last pods it synced to, so
+no id is reused while counted. A reader that builds new objects every time (a scenario
+directory) pays a full pass, as before, with the same result.
+
+What is kept per pod is small (issue #27: at most 1 KiB a pod for the whole agent): its name,
+counted in its namespace's dict (no key tuple), and its fingerprint hash in a sorted array.
+Facts are kept only for the pods that hold something (exclusive CPUs, devices, memory blocks) or
+give a finding alone, by id; a pod that holds nothing, most of a node's, has facts that its key
+and hash say in full, so they are made again from the pod when it leaves. Every listing of a
+pod is counted, so an object listed twice counts twice: its key then counts twice, which is what
+makes the tally unclean, as before.
 
 Exactness: the rules only add, unite and test membership, so the sums give the numbers
 accounting from the pods gives. Findings need the pods themselves: while :attr:`PodTally.clean`
@@ -23,8 +31,9 @@ pod's holding (:class:`~rte.agent.compute.ledger.NeedsDetail`).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, insort
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -38,7 +47,7 @@ from rte.model import fingerprint as fp
 from rte.model.pod import PodKey
 from rte.model.vocabulary import FingerprintMethod
 from rte.podres.source import PodChange, identity_change
-from rte.podres.types import PodResources
+from rte.podres.types import NO_CPUS, PodResources
 
 MemoryKey = tuple[tuple[int, ...], str]
 """(sorted NUMA ids, memory type) of a block."""
@@ -60,6 +69,11 @@ class PodFacts:
     """The kubelet pinned something for it (the fingerprint's rule without pod specs)."""
     hash: int
     """Its fingerprint hash (:func:`rte.model.fingerprint.pod_hash`)."""
+
+    @property
+    def holds_nothing(self) -> bool:
+        """Clean, not exclusive, no CPU, device or memory: :func:`facts_of_nothing` of its pod."""
+        return self.clean and not (self.cpus or self.devices or self.memory or self.exclusive)
 
 
 _NO_DEVICES: frozenset[tuple[str, str]] = frozenset()
@@ -83,12 +97,41 @@ def pod_facts(pod: PodResources) -> PodFacts:
     )
 
 
+def facts_of_nothing(pod: PodResources) -> PodFacts:
+    """The facts of a pod that holds nothing (:attr:`PodFacts.holds_nothing`), from its names."""
+    return PodFacts(
+        (pod.namespace, pod.name), True, NO_CPUS, _NO_DEVICES, (), False, fp.pod_hash(pod.namespace, pod.name)
+    )
+
+
+class ListedKeys(Collection[PodKey]):
+    """The ``(namespace, name)`` of the listed pods, over the tally's names per namespace: no
+    tuple is kept per pod (56 bytes each), the names are the listed pods' own strings."""
+
+    def __init__(self, names: dict[str, dict[str, int]]) -> None:
+        self._names = names
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 2:
+            return False
+        names = self._names.get(key[0])
+        return names is not None and key[1] in names
+
+    def __iter__(self) -> Iterator[PodKey]:
+        for namespace, names in self._names.items():
+            for name in names:
+                yield namespace, name
+
+    def __len__(self) -> int:
+        return sum(map(len, self._names.values()))
+
+
 class _Sorted:
-    """Pod keys in sorted order, with their fingerprint hashes sorted alongside."""
+    """Pod keys in sorted order, with their fingerprint hashes sorted alongside (8 bytes each)."""
 
     def __init__(self) -> None:
         self.keys: list[PodKey] = []
-        self.hashes: list[int] = []
+        self.hashes = array("Q")
 
     def add(self, facts: PodFacts) -> None:
         insort(self.keys, facts.key)
@@ -104,20 +147,25 @@ class PodTally:
 
     def __init__(self) -> None:
         self._pods: Sequence[PodResources] = ()
-        self._counted: dict[int, tuple[PodResources, PodFacts]] = {}
-        self._listed: dict[int, int] = {}  # times each counted object is listed
-        self._keys: dict[PodKey, int] = {}
+        # id -> (facts, times listed) of the listed objects whose facts are not facts_of_nothing
+        self._held: dict[int, tuple[PodFacts, int]] = {}
+        self._names: dict[str, dict[str, int]] = {}  # namespace -> name -> times listed
         self._cpus: dict[int, int] = {}
         self._devices: dict[tuple[str, str], int] = {}
         self._memory: dict[MemoryKey, tuple[int, int]] = {}
         self._unclean = 0  # pods whose facts say they give a finding alone
-        self._twice = 0  # pod keys, CPUs, devices and objects counted more than once
-        self._all = _Sorted()
+        self._twice = 0  # pod keys, CPUs and devices counted more than once
+        self._all_hashes = array("Q")  # sorted
         self._exclusive = _Sorted()
         self.facts_computed = 0
         """How many times a pod's facts were computed: what a changed pod costs, counted."""
         self.specs = SpecVerdicts()
         """The fingerprint's verdicts on the pod specs from the API, kept alongside."""
+
+    @property
+    def facts_kept(self) -> int:
+        """How many listed objects have their facts kept (those that hold something)."""
+        return len(self._held)
 
     @property
     def clean(self) -> bool:
@@ -141,19 +189,31 @@ class PodTally:
         self._pods = pods
 
     def _take(self, pod: PodResources) -> None:
-        listed = self._listed.get(id(pod), 0)
-        self._twice += _bump(self._listed, id(pod), +1)
-        if listed:
-            return
-        facts = pod_facts(pod)
-        self.facts_computed += 1
-        self._counted[id(pod)] = (pod, facts)
+        held = self._held.get(id(pod))
+        if held is not None:  # an object listed once more
+            facts = held[0]
+            self._held[id(pod)] = (facts, held[1] + 1)
+        else:
+            facts = pod_facts(pod)
+            self.facts_computed += 1
+            # Kept when they say more than the pod's names, or when its key is listed already (a
+            # pod listed twice, maybe this very object: not computed again while it stays).
+            if not facts.holds_nothing or facts.key in self.listed_keys():
+                self._held[id(pod)] = (facts, 1)
         self._count(facts, +1)
 
     def _drop(self, pod: PodResources) -> None:
-        self._twice += _bump(self._listed, id(pod), -1)
-        if id(pod) not in self._listed:
-            self._count(self._counted.pop(id(pod))[1], -1)
+        # A kept entry's count never exceeds the times its object is listed (a pod of nothing
+        # may be listed once more than counted), so no entry outlives its object.
+        held = self._held.get(id(pod))
+        if held is None:
+            facts = facts_of_nothing(pod)
+        elif held[1] > 1:
+            facts = held[0]
+            self._held[id(pod)] = (facts, held[1] - 1)
+        else:
+            facts = self._held.pop(id(pod))[0]
+        self._count(facts, -1)
 
     def held(self) -> Held:
         """The sums, for the accounting rules (entries name no pod; see the module docstring)."""
@@ -163,20 +223,27 @@ class PodTally:
             devices=[("", res, device) for res, device in self._devices],
         )
 
-    def listed_keys(self) -> Collection[PodKey]:
+    def listed_keys(self) -> ListedKeys:
         """The (namespace, name) of every listed pod."""
-        return self._keys.keys()
+        return ListedKeys(self._names)
 
     def fingerprint(self, method: FingerprintMethod) -> tuple[tuple[PodKey, ...], str]:
         """The pods the fingerprint covers without pod specs or exclusions, and its value.
 
         Only meaningful while :attr:`clean` (every key listed once).
         """
-        chosen = self._all if method is FingerprintMethod.ALL else self._exclusive
-        return tuple(chosen.keys), fp.from_hashes(chosen.hashes)
+        if method is FingerprintMethod.ALL:  # sorted here: a tuple kept per pod is 56 bytes
+            return tuple(sorted(self.listed_keys())), fp.from_hashes(self._all_hashes)
+        return tuple(self._exclusive.keys), fp.from_hashes(self._exclusive.hashes)
 
     def _count(self, facts: PodFacts, sign: int) -> None:
-        self._twice += _bump(self._keys, facts.key, sign)
+        namespace, name = facts.key
+        names = self._names.get(namespace)
+        if names is None:
+            names = self._names[namespace] = {}
+        self._twice += _bump(names, name, sign)
+        if not names:
+            del self._names[namespace]
         for cpu in facts.cpus:
             self._twice += _bump(self._cpus, cpu, sign)
         for device in facts.devices:
@@ -189,8 +256,10 @@ class PodTally:
                 del self._memory[key]
         if not facts.clean:
             self._unclean += sign
-        change = self._all.add if sign > 0 else self._all.remove
-        change(facts)
+        if sign > 0:
+            insort(self._all_hashes, facts.hash)
+        else:
+            del self._all_hashes[bisect_left(self._all_hashes, facts.hash)]
         if facts.exclusive:
             change = self._exclusive.add if sign > 0 else self._exclusive.remove
             change(facts)

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rte.agent.compute.podset import PodGlob
+from rte.agent.compute.podset import PodGlob, SpecMapping
 from rte.agent.compute.podtally import PodTally
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.kubelet_state import CpuManagerState, MemoryManagerState
 from rte.host.machine import Machine
-from rte.model.pod import Pod
 from rte.model.quantity import Amount
 from rte.model.vocabulary import FingerprintMethod, InformerMode, NumaPlacementMode, ZoneNames
 from rte.podres.types import AllocatableResources, PodResources
@@ -95,6 +94,6 @@ class NodeReading:
     config: KubeletConfig | None
     kubelet: KubeletReading | None
     rules: PublishingRules
-    specs: Mapping[tuple[str, str], Pod] | None = None
+    specs: SpecMapping | None = None
     zone_attributes: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
     last_consistent: Mapping[tuple[str, str], Amount] = field(default_factory=dict)

@@ -11,23 +11,30 @@ podresources API does not give. One :class:`~rte.runtime.reflector.Reflector` th
 * ``410 Gone`` (history compacted) means "list again"; any other failure (cut connection,
   5xx, timeouts) is retried with backoff, resuming where possible, and never ends the thread.
 
-``on_change`` is called (from the watch thread) whenever the set of pods or any pod's relevant
-content changes, including when a relist finds a different set; status-only updates that leave
-the :class:`~rte.model.pod.Pod` value equal do not call it. ``on_rejected`` is called once per
-pod the kubelet refused at admission over alignment (:mod:`rte.agent.watch.rejections`).
+Each pod is kept as what the fingerprint's spec rule reads of it, a
+:class:`~rte.agent.compute.podspec.PodSpec` of a few dozen bytes, not the whole
+:class:`~rte.model.pod.Pod` (some 600 bytes a pod at 5000 pods: docs/performance.md, "Agent
+memory"). ``on_change`` is called (from the watch thread) whenever the set of pods or any pod's
+record changes, including when a relist finds a different set; updates that leave the record
+equal (status only, labels, a request the rule does not read) do not call it. ``on_rejected``
+is called once per pod the kubelet refused at admission over alignment
+(:mod:`rte.agent.watch.rejections`).
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rte.agent.compute.podspec import PodSpec
 from rte.agent.watch.rejections import Refusal, Rejection, RejectionTracker, refused
 from rte.errors import InputError
-from rte.model.pod import Pod, PodKey, pod_from_manifest
+from rte.model.pod import PodKey, pod_from_manifest
+from rte.runtime.jsonpage import list_page_one_by_one
 from rte.runtime.kubeclient import raw_list_call
 from rte.runtime.reflector import Obj, Reflector
 
@@ -86,7 +93,7 @@ class NodePodWatch:
         self.on_rejected = on_rejected
         self._rejections = RejectionTracker()
         self._lock = threading.Lock()
-        self._pods: dict[PodKey, Pod] = {}
+        self._pods: dict[PodKey, PodSpec] = {}
         self._reflector = Reflector(
             f"pods on {node_name}",
             _node_pods_call(api_client, node_name, as_node=as_node),
@@ -96,6 +103,8 @@ class NodePodWatch:
             # of a whole list (some 3 KiB a pod) would otherwise be held until its end, and the
             # process keeps such a peak as resident memory (docs/performance.md, "Agent memory").
             read_item=self._read_listed,
+            # ... and decoded one pod at a time (rte.runtime.jsonpage), not a page at a time.
+            decode_page=list_page_one_by_one,
             watch_seconds=watch_seconds,
             connect_timeout=connect_timeout,
             backoff_base=backoff_base,
@@ -133,19 +142,23 @@ class NodePodWatch:
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self._reflector.synced.wait(timeout)
 
-    def pods(self) -> dict[PodKey, Pod]:
-        """A snapshot: ``(namespace, name)`` -> :class:`Pod`."""
+    def pods(self) -> Mapping[PodKey, PodSpec]:
+        """A snapshot: ``(namespace, name)`` -> :class:`PodSpec`.
+
+        The watch never changes a mapping it handed out: each event makes a new one (a copy per
+        event, not per cycle), so the loop's snapshot is the watch's own and a node's pods are
+        held in one dict, not two (docs/performance.md, "Agent memory")."""
         with self._lock:
-            return dict(self._pods)
+            return self._pods
 
     # -- reflector callbacks (the watch thread) --------------------------------------------------
 
-    def _read_listed(self, obj: Obj) -> tuple[Pod | None, Refusal | None]:
+    def _read_listed(self, obj: Obj) -> tuple[tuple[PodKey, PodSpec] | None, Refusal | None]:
         """A listed pod as :meth:`_on_list` needs it: the pod, and its refusal if it is ours."""
         return self._pod(obj), refused(obj) if self._ours(obj) else None
 
-    def _on_list(self, items: list[tuple[Pod | None, Refusal | None]]) -> None:
-        pods = {pod.key: pod for pod, _ in items if pod is not None}
+    def _on_list(self, items: list[tuple[tuple[PodKey, PodSpec] | None, Refusal | None]]) -> None:
+        pods = dict(pod for pod, _ in items if pod is not None)
         with self._lock:
             changed = pods != self._pods
             self._pods = pods
@@ -160,19 +173,24 @@ class NodePodWatch:
             rejection = self._rejections.event(kind, obj)
             if rejection is not None:
                 self._rejected(rejection)
-        pod = self._pod(obj)
-        if pod is None:
+        read = self._pod(obj)
+        if read is None:
             return
+        key, pod = read
         with self._lock:
             if kind == "DELETED":
-                changed = self._pods.pop(pod.key, None) is not None
+                changed = key in self._pods
+                if changed:
+                    self._pods = {k: v for k, v in self._pods.items() if k != key}
             else:
-                changed = self._pods.get(pod.key) != pod
-                self._pods[pod.key] = pod
+                changed = self._pods.get(key) != pod
+                if changed:
+                    self._pods = {**self._pods, key: pod}
         if changed:
             self._notify()
 
-    def _pod(self, obj: Mapping[str, Any]) -> Pod | None:
+    def _pod(self, obj: Mapping[str, Any]) -> tuple[PodKey, PodSpec] | None:
+        """The pod's key and record; None for a pod that does not count here."""
         try:
             pod = pod_from_manifest(obj, source="pod from the apiserver")
         except InputError as e:
@@ -180,7 +198,9 @@ class NodePodWatch:
             return None
         if pod.node_name and pod.node_name != self.node_name:
             return None  # the selector is ours to trust, but a stray pod must not count
-        return pod
+        # The name interned: the kubelet's List names the same pods, and its reader interns
+        # them too (rte.podres.convert), so the two views share one string per pod.
+        return (pod.namespace, sys.intern(pod.name)), PodSpec.of(pod)
 
     def _ours(self, obj: Mapping[str, Any]) -> bool:
         spec = obj.get("spec")
