@@ -143,6 +143,7 @@ build_arch() {
   # 2. The wheels: rte's, its dependencies' and pip's, for Python 3.11 on Linux/$arch.
   mkdir -p "$context/wheels"
   cp "$rte_wheel" "$context/wheels/"
+  cp "$repo/hack/compile_imported.py" "$context/"
   if [[ "$arch" == "$native" ]]; then
     step "$arch: pip wheel (dependencies)"
     "$python" -m pip wheel -qq --disable-pip-version-check --wheel-dir "$context/wheels" "$rte_wheel" pip
@@ -172,11 +173,17 @@ build_arch() {
   in_image() {
     buildah "${storage[@]}" run --isolation chroot --user 65532:65532 \
       --mount "type=bind,source=$repo/$fixture,destination=/fixture/sys,ro" \
+      --mount "type=bind,source=$repo/hack/check_bytecode.py,destination=/check_bytecode.py,ro" \
       --mount type=bind,source=/sys,destination=/sys,ro "$ctr" -- "$@"
   }
   step "$arch: in the image: rte dump --sysfs (fixture ${fixture#tests/fixtures/sysfs/})"
   in_image python3 -c 'import platform; print("machine:", platform.machine())'
   in_image rte dump --sysfs /fixture/sys
+  # Only the imported modules' bytecode is compiled (hack/compile_imported.py): none that the
+  # dump, the agent or the extender imports may lack its .pyc (PYTHONDONTWRITEBYTECODE is set,
+  # and as 65532 nothing under /opt/rte or /usr is writable, as on the read-only root).
+  step "$arch: in the image: every imported module has its .pyc (hack/check_bytecode.py)"
+  in_image python3 /check_bytecode.py dump --sysfs /fixture/sys -o json
   if [[ "$arch" == "$native" ]]; then
     step "$arch: in the image: rte dump (this machine's /sys, read-only)"
     in_image rte dump

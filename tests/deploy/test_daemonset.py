@@ -20,6 +20,10 @@ from rte.agent.watch.files import FileWatcher, WatchSpec
 from rte.host.sysfs import read_machine
 from tests.helpers.paths import REPO
 
+# All on one worker under pytest -n (--dist loadgroup): the module-scoped `go build` of the copier
+# runs once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("deploy-copier")
+
 FIXTURES = REPO / "tests" / "fixtures" / "sysfs"
 
 SYSFS_SUBMOUNTS = (

@@ -238,9 +238,11 @@ def test_the_image_runs_rte_run_as_a_non_root_user_by_default() -> None:
 def test_the_image_ships_bytecode_since_its_containers_cannot_write_any() -> None:
     # PYTHONDONTWRITEBYTECODE and a read-only root: without .pyc files made at build time every
     # start compiles every module it imports again (docs/performance.md, `rte dump`).
+    # Only what rte imports is compiled (hack/compile_imported.py, tested in test_bytecode.py).
     text = (DEPLOY / "Containerfile").read_text()
     assert "PYTHONDONTWRITEBYTECODE=1" in text
-    assert "-m compileall -q -j 0 --invalidation-mode unchecked-hash /opt/rte/lib" in text
+    assert "COPY compile_imported.py /wheels/" in text
+    assert "/opt/rte/bin/python -B /wheels/compile_imported.py" in text
 
 
 def test_the_image_base_is_overridable_and_pinned_by_digest_by_default() -> None:

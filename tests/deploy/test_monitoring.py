@@ -24,6 +24,10 @@ from rte.extender.settings import extender_settings
 from tests.helpers.paths import REPO
 from tests.helpers.scripts import load_script
 
+# All on one worker under pytest -n (--dist loadgroup): the module-scoped agent and extender
+# processes start once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("deploy-monitoring-daemons")
+
 DEPLOY = REPO / "deploy"
 FIXTURES = REPO / "tests" / "fixtures"
 KUBELET_CONFIG = FIXTURES / "kubelet" / "config" / "dell-r640-sriov-static-kubelet-config.SYNTHETIC.yaml"

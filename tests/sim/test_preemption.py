@@ -17,6 +17,10 @@ from rte.sim.result import SimResult
 from rte.sim.specs import parse_pod_mix
 from rte.sim.workload import arrivals
 
+# All on one worker under pytest -n (--dist loadgroup): the three simulations of the module-scoped
+# `runs` fixture (about 20 s) run once, not once on each worker.
+pytestmark = pytest.mark.xdist_group("sim-preemption-runs")
+
 # Near saturation with bursts, small enough for a test: blind preemption shows false evictions.
 SATURATED = SimConfig(
     nodes=10,
