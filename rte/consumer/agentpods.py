@@ -75,9 +75,9 @@ def parse_selector(text: str, source: str = "agent selector") -> dict[str, str]:
     return labels
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentPodState:
-    """What one agent pod says about its node's NRT."""
+    """What one agent pod says about its node's NRT (slotted: one per node, 50 000 of them)."""
 
     node: str
     ready: bool

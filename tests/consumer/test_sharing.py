@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rte.consumer import nrtfile
-from rte.consumer.cache.nodestate import NO_PODS, NodeState
+from rte.consumer.cache.nodestate import NO_PODS, SMALL_SET, NodeState
 from rte.consumer.kernel.rows import row_data
 from rte.consumer.numaview import build_view, make_thresholds, subtract_requests
 from rte.consumer.store import resource_names_of
@@ -127,7 +127,10 @@ def test_empty_accounted_sets_are_one_object() -> None:
     assert one.accounted is two.accounted is NO_PODS
     pods = frozenset({("ns", "p")})
     one.accounted = pods
-    assert one.accounted is pods
+    assert one.accounted == (("ns", "p"),)  # a node's one pod: a tuple, not a set (issue #27)
+    many = frozenset(("ns", f"p{i}") for i in range(SMALL_SET + 1))
+    one.accounted = many
+    assert one.accounted is many
 
 
 def _write(path: Path, topologies: list[NodeTopology]) -> None:

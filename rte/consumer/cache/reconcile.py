@@ -115,6 +115,7 @@ def track(
                 st.own_reservations()[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
                 st.invalidate()
         st.own_live()[key] = pod
+    st.live = compact(st.live)  # a node's one pod: a Single, not a dict (issue #27)
     return changed
 
 
@@ -163,6 +164,7 @@ def forget(st: NodeState, key: PodKey) -> None:
     st.log.update(key, False)
     if key in st.live:
         del st.own_live()[key]
+        st.live = compact(st.live)
         if key in st.reservations:
             del st.own_reservations()[key]
             st.invalidate()
@@ -205,7 +207,7 @@ def adopt(
         if key not in accounted and key not in kept:
             kept[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
     st.reservations = compact(kept)
-    st.accounted = frozenset(accounted)
+    st.accounted = accounted
     st.topology = topology
     st.revision = st.checked_revision = revision
     st.last_flush = now
