@@ -71,7 +71,8 @@ def test_a_node_with_its_agent_alone_keeps_no_container_of_its_own() -> None:
     cache = OverReserveCache(store, CacheConfig())
     pod = _agent(1)
     cache.on_pod_event(ADDED, pod)
-    store.replace_all([_nrt(1, [pod])])
+    nrt = _nrt(1, [pod])
+    store.replace_all([nrt])
     assert cache.get("n1").fresh
     st = cache._nodes["n1"]
     assert st.adoptions == 1
@@ -80,6 +81,8 @@ def test_a_node_with_its_agent_alone_keeps_no_container_of_its_own() -> None:
     assert st.accounted == (pod.key,)
     assert st.log.changes == () and not isinstance(st.log.changes, list)
     assert st.log.start[1] is fp.EMPTY  # nothing exclusive: the one empty-set fingerprint
+    assert st.log.start[0] is nrt.attribute(fp.ATTRIBUTE)  # the NRT's text, not a copy
+    assert st.tried == (store.revision("n1"), st.log.version)
     assert st.reservations is EMPTY
 
 

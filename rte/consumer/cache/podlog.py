@@ -120,12 +120,20 @@ class PodLog:
     pair was 72 bytes more (issue #27)."""
     changes: Sequence[Change] = ()
     """The logged changes, oldest first (a list of the log's own after the first change)."""
-    start: tuple[str, str] = (fp.from_hashes(()), fp.from_hashes(()))
-    """Fingerprints (all, exclusive) of the set before the first logged change."""
+    start_all: str = fp.EMPTY
+    """The fingerprint of the set before the first logged change (:attr:`start`)."""
+    start_exclusive: str = fp.EMPTY
+    """The same over the pods holding exclusive resources."""
     version: int = 0
     """Incremented on every change (lets the owner skip retrying a match that cannot appear)."""
     base: int = 0
     """Position of the first logged change among every change ever logged."""
+
+    @property
+    def start(self) -> tuple[str, str]:
+        """Fingerprints (all, exclusive) of the set before the first logged change (two fields,
+        not a tuple kept: 56 bytes a node less, issue #27)."""
+        return self.start_all, self.start_exclusive
 
     @property
     def end(self) -> int:
@@ -163,7 +171,7 @@ class PodLog:
     def fingerprint_at(self, cut: int, only_exclusive: bool) -> str:
         """The fingerprint of the set after the first ``cut`` logged changes."""
         if cut == 0:
-            return self.start[1] if only_exclusive else self.start[0]
+            return self.start_exclusive if only_exclusive else self.start_all
         change = self.changes[cut - 1]
         return change.exclusive if only_exclusive else change.all_pods
 
@@ -189,7 +197,7 @@ class PodLog:
         if cut <= 0:
             return
         last = self.changes[cut - 1]
-        self.start = (last.all_pods, last.exclusive)
+        self.start_all, self.start_exclusive = last.all_pods, last.exclusive
         # A new list, never written in place; none when nothing is left (a node's log is empty
         # after each adoption of its latest set: an empty list each was 56 bytes a node).
         self.changes = self.changes[cut:] or ()
