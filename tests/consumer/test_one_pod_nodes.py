@@ -80,7 +80,7 @@ def test_a_node_with_its_agent_alone_keeps_no_container_of_its_own() -> None:
     assert isinstance(st.log.members, Single) and pod.key in st.log.members
     assert st.accounted == (pod.key,)
     assert st.log.changes == () and not isinstance(st.log.changes, list)
-    assert st.log.start[1] is fp.EMPTY  # nothing exclusive: the one empty-set fingerprint
+    assert st.log.start[1] is fp.EMPTY_SET  # nothing exclusive: the one empty-set fingerprint
     assert st.log.start[0] is nrt.attribute(fp.ATTRIBUTE)  # the NRT's text, not a copy
     assert st.tried == (store.revision("n1"), st.log.version)
     assert st.reservations is EMPTY

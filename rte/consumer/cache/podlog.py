@@ -120,9 +120,9 @@ class PodLog:
     pair was 72 bytes more (issue #27)."""
     changes: Sequence[Change] = ()
     """The logged changes, oldest first (a list of the log's own after the first change)."""
-    start_all: str = fp.EMPTY
+    start_all: str = fp.EMPTY_SET
     """The fingerprint of the set before the first logged change (:attr:`start`)."""
-    start_exclusive: str = fp.EMPTY
+    start_exclusive: str = fp.EMPTY_SET
     """The same over the pods holding exclusive resources."""
     version: int = 0
     """Incremented on every change (lets the owner skip retrying a match that cannot appear)."""
