@@ -138,11 +138,15 @@ def test_the_pod_index_groups_a_nodes_pods_in_tuples() -> None:
     index = PodIndex([_agent(1), _agent(2)])
     one = index["n1"]
     assert one == (_agent(1),) and isinstance(one, tuple)
+    assert "n1" not in index._orders  # a group of one: its order is its pod's
     index.put(Pod("ns", "other", node_name="n1", containers=(Container("c"),)))
     assert [p.name for p in index["n1"]] == ["rte-agent-1", "other"]
     assert one == (_agent(1),)  # a group handed out stays as it was
+    assert index._orders["n1"] == (0, 2)
     index.remove(("ns", "other"))
-    assert index["n1"] == (_agent(1),)
+    assert index["n1"] == (_agent(1),) and "n1" not in index._orders
+    index.remove(("rte", "rte-agent-1"))
+    assert "n1" not in index
 
 
 def _manifest(name: str, cpu: str, labels: dict[str, str]) -> dict[str, object]:

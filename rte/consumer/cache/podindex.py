@@ -41,6 +41,8 @@ class PodIndex(Mapping[str, tuple[Pod, ...]]):
         64 bytes where a list of it was about 110 (issue #27: two a node, this and the orders)."""
         self._order: dict[PodKey, int] = {}
         self._orders: dict[str, tuple[int, ...]] = {}
+        """The orders of each group of two pods or more (a group of one has its pod's order in
+        :attr:`_order`: no tuple for each node that runs one pod, issue #27)."""
         self._next = 0
         self._keys: set[PodKey] = set()
         self._nodes: set[str] = set()
@@ -104,7 +106,7 @@ class PodIndex(Mapping[str, tuple[Pod, ...]]):
                 groups.setdefault(pod.node_name, []).append(pod)
                 orders.setdefault(pod.node_name, []).append(order)
             self.by_node = {node: tuple(group) for node, group in groups.items()}
-            self._orders = {node: tuple(group) for node, group in orders.items()}
+            self._orders = {node: tuple(group) for node, group in orders.items() if len(group) > 1}
             self._next = len(self.known)
             self._reset = True
             self._keys.clear()
@@ -112,21 +114,27 @@ class PodIndex(Mapping[str, tuple[Pod, ...]]):
 
     def _join(self, pod: Pod, order: int) -> None:
         node = pod.node_name
-        orders = self._orders.get(node, ())
+        group = self.by_node.get(node, ())
+        if not group:
+            self.by_node[node] = (pod,)
+            return
+        orders = self._orders.get(node) or (self._order[group[0].key],)
         at = bisect.bisect_left(orders, order)
         self._orders[node] = (*orders[:at], order, *orders[at:])
-        group = self.by_node.get(node, ())
         self.by_node[node] = (*group[:at], pod, *group[at:])
 
     def _leave(self, node: str, order: int) -> None:
-        orders = self._orders[node]
-        at = bisect.bisect_left(orders, order)
         group = self.by_node[node]
         if len(group) == 1:
-            del self.by_node[node], self._orders[node]
+            del self.by_node[node]
+            return
+        orders = self._orders[node]
+        at = bisect.bisect_left(orders, order)
+        if len(group) == 2:
+            del self._orders[node]
         else:
             self._orders[node] = (*orders[:at], *orders[at + 1 :])
-            self.by_node[node] = (*group[:at], *group[at + 1 :])
+        self.by_node[node] = (*group[:at], *group[at + 1 :])
 
     # --- the resync ----------------------------------------------------------------------------
 
