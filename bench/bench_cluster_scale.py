@@ -80,27 +80,33 @@ def _fits(extender: Extender, node: str) -> bool:
     return node in (extender.post("filter", {"Pod": POD, "NodeNames": [node]}).get("NodeNames") or [])
 
 
+def fill(api: Any, nodes: int) -> list[dict[str, Any]]:
+    """The double's store: ``nodes`` NRTs (returned as stored) and their agent pods."""
+    rng = random.Random(42)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    api.install_crd()
+    objects = []
+    for i in range(nodes):
+        obj = to_nrt(_topology(i, rng))
+        # What the node's agent publishes: the fingerprint of its pods (the agent's own alone here).
+        pods = fingerprint.compute([("rte", f"rte-agent-{i:05d}")])
+        obj["attributes"].append({"name": fingerprint.ATTRIBUTE, "value": pods})
+        if i == 0:  # the lag marker: fits the bench pod until the last write of the window
+            for zone in obj["zones"]:
+                for resource in zone["resources"]:
+                    resource["available"] = resource["allocatable"]
+        obj["metadata"]["uid"] = f"bench-{i}"
+        objects.append(api.storage.create(PLURAL, obj))
+        api.storage.create("pods", _agent_pod(i, now))
+    return objects
+
+
 def run(nodes: int, window: float, rate: float | None = None) -> dict[str, float]:
     from rte.testing.apiserver import FakeApiServer
 
     rate = rate if rate is not None else nodes / 60.0
-    rng = random.Random(42)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with tempfile.TemporaryDirectory() as tmp, FakeApiServer() as api:
-        api.install_crd()
-        objects = []
-        for i in range(nodes):
-            obj = to_nrt(_topology(i, rng))
-            # What the node's agent publishes: the fingerprint of its pods (the agent's own alone here).
-            pods = fingerprint.compute([("rte", f"rte-agent-{i:05d}")])
-            obj["attributes"].append({"name": fingerprint.ATTRIBUTE, "value": pods})
-            if i == 0:  # the lag marker: fits the bench pod until the last write of the window
-                for zone in obj["zones"]:
-                    for resource in zone["resources"]:
-                        resource["available"] = resource["allocatable"]
-            obj["metadata"]["uid"] = f"bench-{i}"
-            objects.append(api.storage.create(PLURAL, obj))
-            api.storage.create("pods", _agent_pod(i, now))
+        objects = fill(api, nodes)
         kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
         extender = Extender(None, "--kubeconfig", str(kubeconfig), "--lease-namespace", "rte")
         try:

@@ -21,6 +21,7 @@ process keeps as RSS long after the objects are gone. Here:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -259,7 +260,9 @@ class CompactReader:
         )
         return check_topology(
             NodeTopology(
-                name=self._own(meta.name),
+                # Interned: the node's pods (rte.model.pod) and agent pod intern its name too,
+                # so the pod index, the agent-pod states and the store hold one string (issue #27).
+                name=sys.intern(self._own(meta.name)),
                 zones=self._shared_tuple([self._zone(z) for z in nrt.zones or ()]),
                 attributes=self._attributes(nrt.attributes),
                 topology_policies=self._shared_tuple([text(p) for p in nrt.topologyPolicies or ()]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from rte.errors import InputError
 from rte.model.quantity import Amount, parse_quantity
@@ -37,6 +37,12 @@ _AMOUNTS: dict[str, Amount] = {}
 """Quantities by their text, so the thousand pods requesting ``100m`` share one Fraction
 (parsing makes a new one each time, ~100 bytes). Bounded by :data:`_AMOUNTS_MAX`."""
 _AMOUNTS_MAX = 4096
+_SHAPES: dict[tuple[Any, ...], Any] = {}
+"""Containers tuples and label maps by their contents, so that the pods of one workload (a
+DaemonSet's agent pod on each of 50 000 nodes) share one of each: a pod's own were about 400
+bytes (issue #27). Both are immutable once made. Bounded by :data:`_SHAPES_MAX` (the first shapes
+seen are kept; a pod of a later one keeps its own)."""
+_SHAPES_MAX = 4096
 
 PodKey = tuple[str, str]
 """``(namespace, name)``: how pods are told apart (the fingerprint hashes the same pair)."""
@@ -101,10 +107,12 @@ class Pod:
     """``metadata.labels``: preemption matches them against PodDisruptionBudgets. Not part of a
     pod's value (equality): a label change alters no accounting, and the agent's pod watch must
     not wake for one (tests/agent/test_podwatch.py)."""
+    key: PodKey = field(init=False, repr=False, compare=False)
+    """``(namespace, name)``, made once: every index and set of the reserve cache keys the pod by
+    it, and a tuple made for each of them was one more 64 bytes per pod kept (issue #27)."""
 
-    @property
-    def key(self) -> PodKey:
-        return (self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
     @property
     def sidecars(self) -> tuple[Container, ...]:
@@ -324,7 +332,25 @@ def _containers(value: Any, where: str) -> tuple[Container, ...]:
         return ()
     if not isinstance(value, list):
         raise InputError(where, f"expected a list, got {type(value).__name__}")
-    return tuple(_container(c, f"{where}[{i}]") for i, c in enumerate(value))
+    containers = tuple(_container(c, f"{where}[{i}]") for i, c in enumerate(value))
+    key = ("containers", *((c.name, _typed(c.requests), _typed(c.limits), c.restart_policy)
+                           for c in containers))  # fmt: skip
+    return cast(tuple[Container, ...], _shared_shape(key, containers))
+
+
+def _typed(amounts: Mapping[str, Amount]) -> tuple[tuple[str, type, Amount], ...]:
+    """A key of ``amounts`` that tells ``1`` from ``Fraction(1)``, which compare equal."""
+    return tuple((name, type(a), a) for name, a in amounts.items())
+
+
+def _shared_shape(key: tuple[Any, ...], value: Any) -> Any:
+    """The value first seen under ``key`` (see :data:`_SHAPES`), or ``value``."""
+    got = _SHAPES.get(key)
+    if got is None:
+        got = value
+        if len(_SHAPES) < _SHAPES_MAX:
+            _SHAPES[key] = value
+    return got
 
 
 def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
@@ -375,7 +401,8 @@ def _labels(value: Any, where: str) -> Mapping[str, str]:
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
         raise InputError(where, "expected an object of strings")
-    return {sys.intern(k): sys.intern(v) for k, v in value.items()}
+    labels = {sys.intern(k): sys.intern(v) for k, v in value.items()}
+    return cast(Mapping[str, str], _shared_shape(("labels", *labels.items()), labels))
 
 
 def _priority(value: Any, where: str) -> int:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rte.consumer import nrtfile
-from rte.consumer.cache.nodestate import NO_PODS, NodeState
+from rte.consumer import nrtfile, numaview
+from rte.consumer.cache.nodestate import NO_PODS, SMALL_SET, NodeState
 from rte.consumer.kernel.rows import row_data
 from rte.consumer.numaview import build_view, make_thresholds, subtract_requests
 from rte.consumer.store import resource_names_of
@@ -79,6 +79,22 @@ def test_nodes_differing_only_in_their_pods_fingerprint_share_their_facts() -> N
     assert build_view(c).facts != view_a.facts
 
 
+def test_views_share_past_the_tables_limit_as_nodes_keep_coming(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More nodes of one hardware model than :data:`SHARED_LIMIT`, each with its own amounts and
+    fingerprint (issue #27: the 50 000-node bench): no part of a view is keyed by what is each
+    node's own, so the table stays small and the first and last nodes share every equal part."""
+    monkeypatch.setattr(numaview, "_SHARED", {})  # a fresh table: what other tests left is not counted
+    views = []
+    for i in range(numaview.SHARED_LIMIT + 16):
+        node = _node(f"n{i}", (i % 16, (i // 16) % 16), memory=(i % 60) * GI)
+        pods = Attribute(fingerprint.ATTRIBUTE, fingerprint.compute([("rte", f"agent-{i}")]))
+        views.append(build_view(replace(node, attributes=(pods,))))
+    assert len(numaview._SHARED) < 100
+    first, last = views[0], views[-1]
+    for attr in ("zone_capacity", "zone_allocatable", "distances", "ids", "facts", "tm", "present", "memo"):
+        assert getattr(first, attr) is getattr(last, attr), attr
+
+
 def test_zone_amounts_read_back_as_published() -> None:
     topology = _node("a", (3, -2))  # a negative available reads as 0
     view = build_view(topology)
@@ -127,7 +143,10 @@ def test_empty_accounted_sets_are_one_object() -> None:
     assert one.accounted is two.accounted is NO_PODS
     pods = frozenset({("ns", "p")})
     one.accounted = pods
-    assert one.accounted is pods
+    assert one.accounted == (("ns", "p"),)  # a node's one pod: a tuple, not a set (issue #27)
+    many = frozenset(("ns", f"p{i}") for i in range(SMALL_SET + 1))
+    one.accounted = many
+    assert one.accounted is many
 
 
 def _write(path: Path, topologies: list[NodeTopology]) -> None:

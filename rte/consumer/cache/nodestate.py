@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,9 @@ from rte.model.quantity import Amount, quantity_text
 from rte.model.topology import NodeTopology
 
 NO_PODS: frozenset[PodKey] = frozenset()
+SMALL_SET = 8
+"""Up to how many accounted pods a node keeps as a tuple (``in`` on it compares at most this many
+keys; a set beyond)."""
 ENDED_LIMIT = 64
 """Ended pods whose spec a node keeps for decoding a later NRT's placement (more is unlikely
 between two NRTs; a pod forgotten too early only makes that NRT's placement undecodable)."""
@@ -59,7 +62,7 @@ class NodeState:
     """Reconcile.HISTORY: the node's recent pod sets and their fingerprints."""
     live: Mapping[PodKey, Pod] = field(default_factory=shared_empty)
     """Reconcile.HISTORY: pods bound to the node that may hold resources (not terminal)."""
-    accounted_pods: frozenset[PodKey] = NO_PODS
+    accounted_pods: Collection[PodKey] = NO_PODS
     """Reconcile.HISTORY: the pods the adopted NRT accounts for (its fingerprinted set); read and
     set as :attr:`accounted`."""
     holds: Mapping[PodKey, ZoneCharge] = field(default_factory=shared_empty)
@@ -75,8 +78,10 @@ class NodeState:
     placement: NodePlacement | None = None
     """The numaplacement of the adopted NRT as decoded (its ``outcome`` says whether it was);
     None before the first verified adoption."""
-    tried: tuple[int, int] = (0, 0)
-    """(store revision, log version) of the last match attempt: retry only when one changes."""
+    tried_revision: int = 0
+    """Store revision of the last match attempt (:attr:`tried`)."""
+    tried_version: int = 0
+    """Log version of the last match attempt (:attr:`tried`)."""
     adoptions: int = 0
     """NRTs adopted on a fingerprint match with a recent pod set."""
     mismatches: int = 0
@@ -97,13 +102,26 @@ class NodeState:
     """How many times the memos were dropped (:meth:`token`)."""
 
     @property
-    def accounted(self) -> frozenset[PodKey]:
+    def tried(self) -> tuple[int, int]:
+        """(store revision, log version) of the last match attempt: retry only when one changes
+        (two fields, not a tuple kept: 56 bytes a node less, issue #27)."""
+        return self.tried_revision, self.tried_version
+
+    @property
+    def accounted(self) -> Collection[PodKey]:
+        """Read with ``in`` and iteration only: a small set is kept as a tuple."""
         return self.accounted_pods
 
     @accounted.setter
-    def accounted(self, pods: frozenset[PodKey]) -> None:
-        # Nearly every node's set is empty: one shared empty set, not 216 bytes per node.
-        self.accounted_pods = pods if pods else NO_PODS
+    def accounted(self, pods: Collection[PodKey]) -> None:
+        # An empty set is the one shared empty set, not 216 bytes per node; a node's few pods (an
+        # agent pod alone, nearly always) a tuple of them: 64 bytes for one, a set's 216 (issue #27).
+        if not pods:
+            self.accounted_pods = NO_PODS
+        elif len(pods) <= SMALL_SET:
+            self.accounted_pods = tuple(pods)
+        else:
+            self.accounted_pods = frozenset(pods)
 
     # What to write to: the node's own dicts (issue #13: see the class docstring).
     def own_reservations(self) -> dict[tuple[str, str], Reservation]:

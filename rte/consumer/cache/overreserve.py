@@ -350,7 +350,7 @@ class OverReserveCache(BatchedLookups, ReserveStateDump, ScoreViews, ResyncPass)
             return st
         if revision == st.revision:
             return st
-        if self._history and st.tried != (revision, st.log.version):
+        if self._history and (st.tried_revision != revision or st.tried_version != st.log.version):
             if reconcile.try_history(st, topology, revision, self._config, now, self._placement_tally):
                 self._bump(node)
                 return st

@@ -28,18 +28,21 @@ UNBOUND = ""
 """The group of the pods bound to no node."""
 
 
-class PodIndex(Mapping[str, list[Pod]]):
+class PodIndex(Mapping[str, tuple[Pod, ...]]):
     """Every pod by key, and by node in the index's order; see the module docstring."""
 
     def __init__(self, pods: Iterable[Pod] = ()) -> None:
         self.lock = threading.RLock()
         self.known: dict[PodKey, Pod] = {}
         """Every pod by key, in the index's order (a dict's: replaced in place, re-added last)."""
-        self.by_node: dict[str, list[Pod]] = {}
-        """The pods of each node (``""``: unbound), in the index's order. A group is replaced,
-        never changed in place: a list handed out stays as it was."""
+        self.by_node: dict[str, tuple[Pod, ...]] = {}
+        """The pods of each node (``""``: unbound), in the index's order. A group is a tuple,
+        replaced on every change: one handed out stays as it was, and a node's one pod costs
+        64 bytes where a list of it was about 110 (issue #27: two a node, this and the orders)."""
         self._order: dict[PodKey, int] = {}
-        self._orders: dict[str, list[int]] = {}
+        self._orders: dict[str, tuple[int, ...]] = {}
+        """The orders of each group of two pods or more (a group of one has its pod's order in
+        :attr:`_order`: no tuple for each node that runs one pod, issue #27)."""
         self._next = 0
         self._keys: set[PodKey] = set()
         self._nodes: set[str] = set()
@@ -48,7 +51,7 @@ class PodIndex(Mapping[str, list[Pod]]):
 
     # --- Mapping: the groups -------------------------------------------------------------------
 
-    def __getitem__(self, node: str) -> list[Pod]:
+    def __getitem__(self, node: str) -> tuple[Pod, ...]:
         return self.by_node[node]
 
     def __iter__(self) -> Iterator[str]:
@@ -96,10 +99,14 @@ class PodIndex(Mapping[str, list[Pod]]):
             self._order, self._orders, self._next = {}, {}, 0
             for pod in pods:
                 self.known[pod.key] = pod
+            groups: dict[str, list[Pod]] = {}
+            orders: dict[str, list[int]] = {}
             for order, (key, pod) in enumerate(self.known.items()):
                 self._order[key] = order
-                self.by_node.setdefault(pod.node_name, []).append(pod)
-                self._orders.setdefault(pod.node_name, []).append(order)
+                groups.setdefault(pod.node_name, []).append(pod)
+                orders.setdefault(pod.node_name, []).append(order)
+            self.by_node = {node: tuple(group) for node, group in groups.items()}
+            self._orders = {node: tuple(group) for node, group in orders.items() if len(group) > 1}
             self._next = len(self.known)
             self._reset = True
             self._keys.clear()
@@ -107,21 +114,27 @@ class PodIndex(Mapping[str, list[Pod]]):
 
     def _join(self, pod: Pod, order: int) -> None:
         node = pod.node_name
-        orders = self._orders.setdefault(node, [])
+        group = self.by_node.get(node, ())
+        if not group:
+            self.by_node[node] = (pod,)
+            return
+        orders = self._orders.get(node) or (self._order[group[0].key],)
         at = bisect.bisect_left(orders, order)
-        orders.insert(at, order)
-        group = self.by_node.get(node, [])
-        self.by_node[node] = [*group[:at], pod, *group[at:]]
+        self._orders[node] = (*orders[:at], order, *orders[at:])
+        self.by_node[node] = (*group[:at], pod, *group[at:])
 
     def _leave(self, node: str, order: int) -> None:
-        orders = self._orders[node]
-        at = bisect.bisect_left(orders, order)
-        del orders[at]
         group = self.by_node[node]
         if len(group) == 1:
-            del self.by_node[node], self._orders[node]
+            del self.by_node[node]
+            return
+        orders = self._orders[node]
+        at = bisect.bisect_left(orders, order)
+        if len(group) == 2:
+            del self._orders[node]
         else:
-            self.by_node[node] = [*group[:at], *group[at + 1 :]]
+            self._orders[node] = (*orders[:at], *orders[at + 1 :])
+        self.by_node[node] = (*group[:at], *group[at + 1 :])
 
     # --- the resync ----------------------------------------------------------------------------
 

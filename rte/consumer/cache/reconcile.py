@@ -115,6 +115,7 @@ def track(
                 st.own_reservations()[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
                 st.invalidate()
         st.own_live()[key] = pod
+    st.live = compact(st.live)  # a node's one pod: a Single, not a dict (issue #27)
     return changed
 
 
@@ -144,7 +145,7 @@ def try_history(
     tally: dict[str, int] | None = None,
 ) -> bool:
     """Adopt ``topology`` when its fingerprint names one of the node's recent pod sets."""
-    st.tried = (revision, st.log.version)
+    st.tried_revision, st.tried_version = revision, st.log.version
     expected, only_exclusive, _ = expected_fingerprint(topology, config.resync_method)
     if not expected:
         return False
@@ -154,6 +155,12 @@ def try_history(
         return False
     adopt(st, topology, revision, st.log.members_at(cut), now, tally=tally)
     st.log.forget_before(cut)
+    # The log now starts at the NRT's set, whose fingerprint the NRT carries as equal text: one
+    # string for both, not two (issue #27: 73 bytes a node).
+    if only_exclusive:
+        st.log.start_exclusive = expected
+    else:
+        st.log.start_all = expected
     st.adoptions += 1
     return True
 
@@ -163,6 +170,7 @@ def forget(st: NodeState, key: PodKey) -> None:
     st.log.update(key, False)
     if key in st.live:
         del st.own_live()[key]
+        st.live = compact(st.live)
         if key in st.reservations:
             del st.own_reservations()[key]
             st.invalidate()
@@ -205,7 +213,7 @@ def adopt(
         if key not in accounted and key not in kept:
             kept[key] = Reservation.for_pod(pod, now, SOURCE_UNACCOUNTED)
     st.reservations = compact(kept)
-    st.accounted = frozenset(accounted)
+    st.accounted = accounted
     st.topology = topology
     st.revision = st.checked_revision = revision
     st.last_flush = now

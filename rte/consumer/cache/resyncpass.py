@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +47,7 @@ log = logging.getLogger("rte.consumer.cache.overreserve")
 class _Pass:
     """One resync pass's inputs and results."""
 
-    by_node: dict[str, list[Pod]]
+    by_node: Mapping[str, Sequence[Pod]]
     known: dict[PodKey, Pod]
     now: float
     flushed: list[str] = field(default_factory=list)

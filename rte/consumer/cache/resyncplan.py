@@ -27,7 +27,7 @@ for every node, the next resync visits every node, as the full pass always does.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from operator import is_
 
 # MARGIN: seconds by which a node's expiry is visited early, since ``now - reserved_at < grace``
@@ -57,7 +57,7 @@ class ResyncPlan:
         """Nodes whose NRT was not adopted at their last visit (History: reported still dirty)."""
         self._pods: Mapping[PodKey, Pod] = {}
         self._list: list[Pod] = []
-        self._grouped: tuple[dict[str, list[Pod]], dict[PodKey, Pod]] = {}, {}
+        self._grouped: tuple[Mapping[str, Sequence[Pod]], dict[PodKey, Pod]] = {}, {}
         self._indexed = False
         """The last pods came as a :class:`PodIndex` (whose changes it drained), not a list."""
         self._reserved: dict[PodKey, set[str]] = {}
@@ -67,7 +67,7 @@ class ResyncPlan:
     def touch(self, node: str) -> None:
         self.touched.add(node)
 
-    def grouped(self, pods: PodsInput) -> tuple[dict[str, list[Pod]], dict[PodKey, Pod], set[str]]:
+    def grouped(self, pods: PodsInput) -> tuple[Mapping[str, Sequence[Pod]], dict[PodKey, Pod], set[str]]:
         """``pods`` grouped (:func:`~.resync.group_pods`), and the nodes a pod changed for since
         the last call. The usual list of the same pod objects in the same order as last time
         (an informer without events in between) is recognised by one C loop and not grouped again.
@@ -84,7 +84,9 @@ class ResyncPlan:
         self._grouped = by_node, known
         return by_node, known, self.pods_changed(known)
 
-    def _indexed_changes(self, index: PodIndex) -> tuple[dict[str, list[Pod]], dict[PodKey, Pod], set[str]]:
+    def _indexed_changes(
+        self, index: PodIndex
+    ) -> tuple[Mapping[str, Sequence[Pod]], dict[PodKey, Pod], set[str]]:
         """:meth:`grouped` for a pod index (its lock held): the nodes its events touched since it
         was last drained, and those holding a reservation for a pod that changed. O(changes)."""
         keys, nodes, reset = index.drain()
