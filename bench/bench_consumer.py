@@ -137,7 +137,7 @@ def _row(what: str, ms: float, base: float, target: float | None) -> Row:
     figure = f"{ms:.2f} ms (scalar path {base:.1f} ms: {base / ms:.0f}x)"
     if target is None:
         return Row(what, figure, "-", None)
-    return Row(what, figure, f"<= {target:.0f} ms", ms <= target)
+    return Row(what, figure, f"<= {target:.3g} ms", ms <= target)  # .3g: 3x a 0.14 ms figure is 0.42
 
 
 def summary() -> list[Row]:
