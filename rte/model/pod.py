@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from rte.errors import InputError
 from rte.model.quantity import Amount, parse_quantity
+from rte.model.sharing import SharedValues
 from rte.model.vocabulary import InformerMode
 
 QOS_GUARANTEED = "Guaranteed"
@@ -37,12 +38,11 @@ _AMOUNTS: dict[str, Amount] = {}
 """Quantities by their text, so the thousand pods requesting ``100m`` share one Fraction
 (parsing makes a new one each time, ~100 bytes). Bounded by :data:`_AMOUNTS_MAX`."""
 _AMOUNTS_MAX = 4096
-_SHAPES: dict[tuple[Any, ...], Any] = {}
+_SHAPES: SharedValues[Any] = SharedValues(4096)
 """Containers tuples and label maps by their contents, so that the pods of one workload (a
 DaemonSet's agent pod on each of 50 000 nodes) share one of each: a pod's own were about 400
-bytes (issue #27). Both are immutable once made. Bounded by :data:`_SHAPES_MAX` (the first shapes
-seen are kept; a pod of a later one keeps its own)."""
-_SHAPES_MAX = 4096
+bytes (issue #27). Both are immutable once made (the first 4096 shapes seen are kept; a pod of a
+later one keeps its own)."""
 
 PodKey = tuple[str, str]
 """``(namespace, name)``: how pods are told apart (the fingerprint hashes the same pair)."""
@@ -335,22 +335,12 @@ def _containers(value: Any, where: str) -> tuple[Container, ...]:
     containers = tuple(_container(c, f"{where}[{i}]") for i, c in enumerate(value))
     key = ("containers", *((c.name, _typed(c.requests), _typed(c.limits), c.restart_policy)
                            for c in containers))  # fmt: skip
-    return cast(tuple[Container, ...], _shared_shape(key, containers))
+    return cast(tuple[Container, ...], _SHAPES.share(key, containers))
 
 
 def _typed(amounts: Mapping[str, Amount]) -> tuple[tuple[str, type, Amount], ...]:
     """A key of ``amounts`` that tells ``1`` from ``Fraction(1)``, which compare equal."""
     return tuple((name, type(a), a) for name, a in amounts.items())
-
-
-def _shared_shape(key: tuple[Any, ...], value: Any) -> Any:
-    """The value first seen under ``key`` (see :data:`_SHAPES`), or ``value``."""
-    got = _SHAPES.get(key)
-    if got is None:
-        got = value
-        if len(_SHAPES) < _SHAPES_MAX:
-            _SHAPES[key] = value
-    return got
 
 
 def pod_from_manifest(obj: Mapping[str, Any], source: str = "pod") -> Pod:
@@ -402,7 +392,7 @@ def _labels(value: Any, where: str) -> Mapping[str, str]:
     ):
         raise InputError(where, "expected an object of strings")
     labels = {sys.intern(k): sys.intern(v) for k, v in value.items()}
-    return cast(Mapping[str, str], _shared_shape(("labels", *labels.items()), labels))
+    return cast(Mapping[str, str], _SHAPES.share(("labels", *labels.items()), labels))
 
 
 def _priority(value: Any, where: str) -> int:

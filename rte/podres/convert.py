@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, NoReturn
 
 from rte.errors import InputError
+from rte.model.sharing import SharedValues
 from rte.podres.types import (
     NO_CPUS,
     AllocatableResources,
@@ -346,22 +347,16 @@ def pod_from_proto(msg: api_pb2.PodResources, source: str, path: str = "pod_reso
     )
 
 
-_PLAIN_CONTAINERS: dict[tuple[ContainerResources, ...], tuple[ContainerResources, ...]] = {}
+_PLAIN_CONTAINERS: SharedValues[tuple[ContainerResources, ...]] = SharedValues(1024)
 """Containers that hold nothing, by value: most pods of a node are one or two such containers
 of a few names (``app``, ``istio-proxy``), and each pod had its own tuple and objects (~190
-bytes a pod at 5000 pods). Bounded by :data:`_PLAIN_CONTAINERS_MAX`; immutable, so sharing is safe."""
-_PLAIN_CONTAINERS_MAX = 1024
+bytes a pod at 5000 pods)."""
 
 
 def _shared_if_plain(containers: tuple[ContainerResources, ...]) -> tuple[ContainerResources, ...]:
     if any(c.cpu_ids or c.devices or c.memory or c.dynamic_resources for c in containers):
         return containers
-    shared = _PLAIN_CONTAINERS.get(containers)
-    if shared is None:
-        shared = containers
-        if len(_PLAIN_CONTAINERS) < _PLAIN_CONTAINERS_MAX:
-            _PLAIN_CONTAINERS[containers] = containers
-    return shared
+    return _PLAIN_CONTAINERS.share(containers, containers)
 
 
 def list_from_proto(msg: api_pb2.ListPodResourcesResponse, source: str) -> tuple[PodResources, ...]:

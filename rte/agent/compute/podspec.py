@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from rte.model.exclusive import is_exclusive, is_native_resource
 from rte.model.pod import Pod, counts_for_fingerprint
+from rte.model.sharing import SharedValues
 from rte.model.vocabulary import InformerMode
 
 _DEDICATED = 1
@@ -34,10 +35,8 @@ _NO_NAMES: frozenset[str] = frozenset()
 """The non-native request names of nearly every pod (an empty frozenset is 216 bytes each)."""
 
 
-_SHARED_SPECS: dict[PodSpec, PodSpec] = {}
-"""The records in use, by value (a handful: flags x extended names). Bounded by
-:data:`_SHARED_SPECS_MAX`; immutable, so sharing is safe."""
-_SHARED_SPECS_MAX = 1024
+_SHARED_SPECS: SharedValues[PodSpec] = SharedValues(1024)
+"""The records in use, by value (a handful: flags x extended names)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +51,7 @@ class PodSpec:
     def of(cls, pod: Pod) -> PodSpec:
         """The record of ``pod``, shared with the pods alike to the rule."""
         spec = cls._of(pod)
-        shared = _SHARED_SPECS.get(spec)
-        if shared is None:
-            shared = spec
-            if len(_SHARED_SPECS) < _SHARED_SPECS_MAX:
-                _SHARED_SPECS[spec] = spec
-        return shared
+        return _SHARED_SPECS.share(spec, spec)
 
     @classmethod
     def _of(cls, pod: Pod) -> PodSpec:
