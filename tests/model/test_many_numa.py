@@ -12,7 +12,9 @@ be wider is refused with a reason rather than guessed.
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -120,11 +122,36 @@ def _listing_few(max_zones: int, budget: int) -> None:
     masks.enumerated_width.cache_clear()
 
 
+def _wide_against_complete(cases: Sequence[tuple[Callable[[], NodeResources], Pod]]) -> tuple[int, int]:
+    """(compared, refused): each pod admitted on its node by the listed-masks model made to list
+    few masks (every mask up to 6 zones; beyond, 60 masks: widths 1-2 of 10 zones, and all
+    zones) and by the model listing every mask; equal wherever the first does not say "more than
+    rte enumerates", ``best-effort`` where the kubelet's winner is preferred (otherwise the wide
+    model takes all the zones and charges every zone after)."""
+    saved = masks.MAX_ENUMERATED_ZONES, masks.WIDE_MASK_BUDGET
+    _listing_few(6, 60)
+    try:
+        wide = [_admit(make(), pod) for make, pod in cases]
+    finally:
+        _listing_few(*saved)
+    compared = refused = 0
+    for (make, pod), (admitted, reason, ids) in zip(cases, wide, strict=True):
+        node = make()
+        verdict = admit_pod(node, pod_admission_units(pod, node.facts))
+        if "more than rte enumerates" in reason:
+            refused += 1
+            continue
+        if node.facts.policy == "best-effort" and not all(u.preferred for u in verdict.units):
+            continue
+        assert (admitted, ids) == (verdict.admitted, [u.numa_ids for u in verdict.units]), (
+            reason,
+            verdict.reason,
+        )
+        compared += 1
+    return compared, refused
+
+
 def test_the_wide_model_agrees_with_the_complete_one_where_it_decides() -> None:
-    """The listed-masks model, made to list few masks (every mask up to 6 zones; beyond, 60 masks:
-    widths 1-2 of 10 zones, and all zones), decides as the model listing every mask wherever it
-    does not say "more than rte enumerates"; ``best-effort`` where the kubelet's winner is
-    preferred (otherwise the wide model takes all the zones and charges every zone after)."""
     rng = random.Random(1723)
     cases = []
     for _ in range(200):
@@ -135,28 +162,25 @@ def test_the_wide_model_agrees_with_the_complete_one_where_it_decides() -> None:
             {"cpu": str(rng.randint(1, 12)), "memory": f"{rng.randint(1, 12)}Gi"}
             for _ in range(rng.randint(1, 2))
         ]
-        cases.append((cpus, memory, policy, _pod(*containers)))
-    saved = masks.MAX_ENUMERATED_ZONES, masks.WIDE_MASK_BUDGET
-    _listing_few(6, 60)
-    try:
-        wide = [_admit(_node(c, m, policy), p) for c, m, policy, p in cases]
-    finally:
-        _listing_few(*saved)
-    compared = refused = 0
-    for (c, m, policy, p), (admitted, reason, ids) in zip(cases, wide, strict=True):
-        node = _node(c, m, policy)
-        verdict = admit_pod(node, pod_admission_units(p, node.facts))
-        if "more than rte enumerates" in reason:
-            refused += 1
-            continue
-        if policy == "best-effort" and not all(u.preferred for u in verdict.units):
-            continue
-        assert (admitted, ids) == (verdict.admitted, [u.numa_ids for u in verdict.units]), (
-            reason,
-            verdict.reason,
-        )
-        compared += 1
+        cases.append((functools.partial(_node, cpus, memory, policy), _pod(*containers)))
+    compared, refused = _wide_against_complete(cases)
     assert compared >= 100 and refused >= 5, (compared, refused)
+
+
+def _socket_node(free: list[int], memory: list[int], static: bool) -> NodeResources:
+    """Ten zones of 4 CPUs on two sockets of five, ``align-by-socket`` under ``restricted``."""
+    zones = [
+        (i, {"cpu": (4, 4, f), "memory": (m, m, m)})
+        for i, (f, m) in enumerate(zip(free, memory, strict=True))
+    ]
+    facts = NodeFacts(
+        policy="restricted",
+        max_numa_nodes=10,
+        align_by_socket=True,
+        numa_sockets=tuple((z, frozenset({z // 5})) for z in range(10)),
+        memory_manager_static=static,
+    )
+    return node_resources(zones, facts)
 
 
 def test_the_wide_model_agrees_with_the_complete_one_under_align_by_socket() -> None:
@@ -166,7 +190,6 @@ def test_the_wide_model_agrees_with_the_complete_one_under_align_by_socket() -> 
     ``admit._decided_by_listed_masks``), it decides as the complete model; with the memory
     manager's hints as a second resource in half the cases."""
     rng = random.Random(2311)
-    sockets = tuple((z, frozenset({z // 5})) for z in range(10))
     cases = []
     for _ in range(300):
         free = [rng.choice([0, 1, 2, 4]) for _ in range(10)]
@@ -176,39 +199,8 @@ def test_the_wide_model_agrees_with_the_complete_one_under_align_by_socket() -> 
             {"cpu": str(rng.randint(1, 10)), "memory": f"{rng.randint(1, 8)}Gi"}
             for _ in range(rng.randint(1, 2))
         ]
-        cases.append((free, memory, static, _pod(*containers)))
-
-    def node(free: list[int], memory: list[int], static: bool) -> NodeResources:
-        zones = [
-            (i, {"cpu": (4, 4, f), "memory": (m, m, m)})
-            for i, (f, m) in enumerate(zip(free, memory, strict=True))
-        ]
-        facts = NodeFacts(
-            policy="restricted",
-            max_numa_nodes=10,
-            align_by_socket=True,
-            numa_sockets=sockets,
-            memory_manager_static=static,
-        )
-        return node_resources(zones, facts)
-
-    saved = masks.MAX_ENUMERATED_ZONES, masks.WIDE_MASK_BUDGET
-    _listing_few(6, 60)
-    try:
-        wide = [_admit(node(f, m, s), p) for f, m, s, p in cases]
-    finally:
-        _listing_few(*saved)
-    compared = refused = 0
-    for (f, m, s, p), (admitted, reason, ids) in zip(cases, wide, strict=True):
-        verdict = admit_pod(node(f, m, s), pod_admission_units(p, node(f, m, s).facts))
-        if "more than rte enumerates" in reason:
-            refused += 1
-            continue
-        assert (admitted, ids) == (verdict.admitted, [u.numa_ids for u in verdict.units]), (
-            reason,
-            verdict.reason,
-        )
-        compared += 1
+        cases.append((functools.partial(_socket_node, free, memory, static), _pod(*containers)))
+    compared, refused = _wide_against_complete(cases)
     # Before the listed winner counted as decisive, every case here was refused (0 compared).
     assert compared >= 100 and refused >= 5, (compared, refused)
 
