@@ -33,28 +33,10 @@ node, and each group of the remainder packed from it again, as the kubelet does.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 
 from rte.model.admission.distribute import distributed_in_order, kubelet_numa_order
-from rte.sim.sockets import Layout, sockets_first, zones_of_sockets
-
-
-@dataclass(frozen=True)
-class CpuTopology:
-    """Where every logical CPU of a simulated node sits."""
-
-    zone_of: Mapping[int, int]
-    """CPU id -> NUMA zone (and socket: one per zone)."""
-    core_of: Mapping[int, int]
-    """CPU id -> core id (the lowest CPU id among the core's threads)."""
-    zone_size: Mapping[int, int]
-    """NUMA zone -> every CPU of it, reserved ones included."""
-    threads_per_core: int
-    socket_of: Mapping[int, int] | None = None
-    """NUMA zone -> its socket when zones nest in sockets (:mod:`rte.sim.sockets`); None: one
-    socket per zone."""
-    align_by_socket: bool = False
-    """The CPU manager option ``align-by-socket``: a hint stands for its sockets' CPUs."""
+from rte.sim.cputopology import CpuTopology
+from rte.sim.sockets import sockets_first, zones_of_sockets
 
 
 def _cores_in_order(topology: CpuTopology, available: Iterable[int]) -> list[list[int]]:
@@ -70,13 +52,6 @@ def _cores_in_order(topology: CpuTopology, available: Iterable[int]) -> list[lis
     return out
 
 
-def _layout(topology: CpuTopology) -> Layout:
-    assert topology.socket_of is not None
-    return Layout(
-        topology.zone_of, topology.core_of, topology.zone_size, topology.threads_per_core, topology.socket_of
-    )
-
-
 def take_packed(topology: CpuTopology, available: Collection[int], count: int) -> list[int] | None:
     """``count`` CPUs of ``available`` as ``takeByTopologyNUMAPacked`` picks them; None when
     fewer are available."""
@@ -85,7 +60,7 @@ def take_packed(topology: CpuTopology, available: Collection[int], count: int) -
     if count > len(available):
         return None
     if topology.socket_of is not None:
-        return sockets_first(_layout(topology), available, count)
+        return sockets_first(topology, available, count)
     if topology.threads_per_core == 1 and len({topology.zone_of[cpu] for cpu in available}) == 1:
         # One zone of single-thread cores: every step below takes CPUs in id order.
         return sorted(available)[:count]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from rte.host.kubelet_config import KubeletConfig
 from rte.host.machine import CpuInfo, Machine, NumaNode
 from rte.podres.types import AllocatableResources, Device, MemoryBlock
-from rte.sim.cpus import CpuTopology
+from rte.sim.cputopology import CpuTopology
 from rte.sim.specs import HUGEPAGES_1G, GiB, NodeShape
 
 LOCAL_DISTANCE = 10

@@ -21,19 +21,8 @@ Each list is ordered once when its step starts, as the kubelet does. With ``alig
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Layout:
-    """Where every CPU sits (the fields of :class:`rte.sim.cpus.CpuTopology` this needs)."""
-
-    zone_of: Mapping[int, int]
-    core_of: Mapping[int, int]
-    zone_size: Mapping[int, int]
-    threads_per_core: int
-    socket_of: Mapping[int, int]
-    """NUMA zone -> socket."""
+from rte.sim.cputopology import CpuTopology
 
 
 def zones_of_sockets(socket_of: Mapping[int, int], zones: Iterable[int]) -> list[int]:
@@ -42,52 +31,55 @@ def zones_of_sockets(socket_of: Mapping[int, int], zones: Iterable[int]) -> list
     return sorted(z for z, s in socket_of.items() if s in sockets)
 
 
-def _by_zone(layout: Layout, cpus: Iterable[int]) -> dict[int, list[int]]:
+def _by_zone(topology: CpuTopology, cpus: Iterable[int]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for cpu in cpus:
-        out.setdefault(layout.zone_of[cpu], []).append(cpu)
+        out.setdefault(topology.zone_of[cpu], []).append(cpu)
     return out
 
 
-def _socket_order(layout: Layout, by_zone: Mapping[int, list[int]]) -> list[int]:
+def _socket_order(topology: CpuTopology, by_zone: Mapping[int, list[int]]) -> list[int]:
     counts: dict[int, int] = {}
+    socket_of = topology.sockets()
     for zone, cpus in by_zone.items():
-        socket = layout.socket_of[zone]
+        socket = socket_of[zone]
         counts[socket] = counts.get(socket, 0) + len(cpus)
     return sorted(counts, key=lambda s: (counts[s], s))
 
 
-def _zone_order(layout: Layout, by_zone: Mapping[int, list[int]]) -> list[int]:
+def _zone_order(topology: CpuTopology, by_zone: Mapping[int, list[int]]) -> list[int]:
     order = []
-    for socket in _socket_order(layout, by_zone):
-        mine = [z for z in by_zone if layout.socket_of[z] == socket]
+    socket_of = topology.sockets()
+    for socket in _socket_order(topology, by_zone):
+        mine = [z for z in by_zone if socket_of[z] == socket]
         order += sorted(mine, key=lambda z: (len(by_zone[z]), z))
     return order
 
 
-def _cores(layout: Layout, left: Collection[int]) -> list[list[int]]:
+def _cores(topology: CpuTopology, left: Collection[int]) -> list[list[int]]:
     """The available CPUs grouped by core, in the order of steps 3 and 4."""
-    by_zone = _by_zone(layout, left)
+    by_zone = _by_zone(topology, left)
     out = []
-    for zone in _zone_order(layout, by_zone):
+    for zone in _zone_order(topology, by_zone):
         cores: dict[int, list[int]] = {}
         for cpu in by_zone[zone]:
-            cores.setdefault(layout.core_of[cpu], []).append(cpu)
+            cores.setdefault(topology.core_of[cpu], []).append(cpu)
         out += [sorted(cpus) for _, cpus in sorted(cores.items(), key=lambda c: (len(c[1]), c[0]))]
     return out
 
 
-def sockets_first(layout: Layout, available: Collection[int], count: int) -> list[int]:
+def sockets_first(topology: CpuTopology, available: Collection[int], count: int) -> list[int]:
     """``count`` CPUs of ``available`` (at least that many) in the ``socketsFirst`` packed order."""
     left = set(available)
     taken: list[int] = []
     need = count
-    sockets = len(set(layout.socket_of.values()))
-    per_socket = sum(layout.zone_size.values()) // sockets
-    by_zone = _by_zone(layout, left)
+    socket_of = topology.sockets()
+    sockets = len(set(socket_of.values()))
+    per_socket = sum(topology.zone_size.values()) // sockets
+    by_zone = _by_zone(topology, left)
     # 1. Whole sockets.
-    for socket in _socket_order(layout, by_zone):
-        cpus = [c for z, row in by_zone.items() if layout.socket_of[z] == socket for c in row]
+    for socket in _socket_order(topology, by_zone):
+        cpus = [c for z, row in by_zone.items() if socket_of[z] == socket for c in row]
         if len(cpus) == per_socket and need >= per_socket:
             taken += sorted(cpus)
             left.difference_update(cpus)
@@ -95,24 +87,24 @@ def sockets_first(layout: Layout, available: Collection[int], count: int) -> lis
     if need == 0:
         return taken
     # 2. Whole NUMA nodes.
-    by_zone = _by_zone(layout, left)
-    for zone in _zone_order(layout, by_zone):
+    by_zone = _by_zone(topology, left)
+    for zone in _zone_order(topology, by_zone):
         cpus = by_zone[zone]
-        if len(cpus) == layout.zone_size[zone] and need >= len(cpus):
+        if len(cpus) == topology.zone_size[zone] and need >= len(cpus):
             taken += sorted(cpus)
             left.difference_update(cpus)
             need -= len(cpus)
     if need == 0:
         return taken
     # 3. Whole cores.
-    threads = layout.threads_per_core
-    for cpus in _cores(layout, left):
+    threads = topology.threads_per_core
+    for cpus in _cores(topology, left):
         if len(cpus) == threads and need >= threads:
             taken += cpus
             left.difference_update(cpus)
             need -= threads
     # 4. Single CPUs.
-    for cpus in _cores(layout, left):
+    for cpus in _cores(topology, left):
         for cpu in cpus:
             if need == 0:
                 return taken

@@ -10,7 +10,8 @@ from rte.model.admission.distribute import distributed_takes
 from rte.model.pod import QOS_GUARANTEED, Container, Pod
 from rte.sim.cluster import build_nodes
 from rte.sim.config import SimConfig
-from rte.sim.cpus import CpuTopology, allocate_cpus, take_distributed, take_packed
+from rte.sim.cpus import allocate_cpus, take_distributed, take_packed
+from rte.sim.cputopology import CpuTopology
 from rte.sim.hardware import build_hardware
 from rte.sim.kubelet import SimKubelet
 from rte.sim.specs import GiB, parse_node_shapes

@@ -14,7 +14,8 @@ import random
 from rte.model.admission.masks import positions
 from rte.model.admission.node import NodeFacts, node_resources
 from rte.model.admission.sockets import packed_takes, socket_layout
-from rte.sim.cpus import CpuTopology, take_packed
+from rte.sim.cpus import take_packed
+from rte.sim.cputopology import CpuTopology
 
 
 def _machine(rng: random.Random) -> tuple[CpuTopology, dict[int, int]]:

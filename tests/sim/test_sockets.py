@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rte.sim.cpus import CpuTopology, allocate_cpus, take_packed
+from rte.sim.cpus import allocate_cpus, take_packed
+from rte.sim.cputopology import CpuTopology
 from rte.sim.hardware import build_hardware
 from rte.sim.specs import parse_node_shapes
 
